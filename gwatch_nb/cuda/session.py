@@ -1,0 +1,304 @@
+"""A trace session: CUPTI launch callbacks swap matching kernels for instrumented copies.
+
+While a session is active, every driver-API kernel launch in the process calls
+``_on_callback``. A launch whose kernel name matches the pattern gets a trace buffer
+sized from its grid and block, and its CUfunction and parameter array are replaced, in
+the launch's own parameters, by the instrumented copy and the original parameters plus
+the buffer's address. Every other launch runs untouched. ``stop`` turns the callbacks
+off, waits for the GPU, copies the records back and frees the buffers.
+"""
+from __future__ import annotations
+
+import ctypes
+import re
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .. import layout, records
+from ..errors import GwatchError
+from ..sources import TritonSources
+from . import cupti, driver
+from .instrumented import InstrumentedKernel, instrument_kernel
+
+#: Default per-launch budget for trace buffers (the capacity adapts to the warp count).
+BUFFER_BUDGET_BYTES = 256 << 20
+#: Device memory pending launches may hold before the session collects them early.
+PENDING_LIMIT_BYTES = 1 << 30
+MIN_CAPACITY, MAX_CAPACITY = 64, 1 << 16
+
+
+def default_capacity(num_slots: int, free_bytes: int) -> int:
+    """Events per warp: as many as fit min(256 MiB, an eighth of free memory)."""
+    budget = min(BUFFER_BUDGET_BYTES, free_bytes // 8)
+    fit = budget // max(1, num_slots * layout.EVENT_BYTES)
+    return int(min(MAX_CAPACITY, max(MIN_CAPACITY, fit))) & ~1
+
+
+@dataclass
+class _Launch:
+    """A traced launch whose buffer is still on the GPU."""
+    kernel: str
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    capacity: int
+    num_slots: int
+    pointer: int
+    nbytes: int
+    context: int
+    stream: int
+    info: dict
+    keep_alive: list = field(default_factory=list)  # parameter arrays the driver reads at launch
+    events: list = field(default_factory=list)      # CUDA events just before and after the kernel
+    host_seconds: float = 0.0                       # time spent in the launch callbacks
+    failed: str | None = None
+
+
+@dataclass
+class _LaunchView:
+    function: int
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    stream: int
+    kernel_params: int
+    has_extra: bool
+    params: ctypes.Structure
+
+
+def _launch_view(cbid: int, params_pointer: int) -> _LaunchView:
+    if cbid in cupti.LAUNCH_EX_CBIDS:
+        p = ctypes.cast(params_pointer, ctypes.POINTER(cupti.LaunchKernelExParams)).contents
+        c = p.config.contents
+        return _LaunchView(p.f or 0, (c.gridDimX, c.gridDimY, c.gridDimZ), (c.blockDimX, c.blockDimY, c.blockDimZ),
+                           c.hStream or 0, p.kernelParams or 0, bool(p.extra), p)
+    p = ctypes.cast(params_pointer, ctypes.POINTER(cupti.LaunchKernelParams)).contents
+    cooperative = cupti.LAUNCH_CBIDS[cbid].startswith("cuLaunchCooperative")
+    return _LaunchView(p.f or 0, (p.gridDimX, p.gridDimY, p.gridDimZ), (p.blockDimX, p.blockDimY, p.blockDimZ),
+                       p.hStream or 0, p.kernelParams or 0, False if cooperative else bool(p.extra), p)
+
+
+class TraceSession:
+    """Trace matching launches between start() and stop(); records() gives what they left."""
+
+    def __init__(self, pattern: re.Pattern, capacity: int | None = None, max_launches: int | None = None):
+        if capacity is not None and capacity < 2:
+            raise ValueError("capacity must be at least 2 events per warp")
+        self.pattern = pattern
+        self.capacity = None if capacity is None else (int(capacity) + 1) & ~1
+        self.max_launches = max_launches
+        self.launched: Counter[str] = Counter()  # every kernel that launched, matching or not
+        self.problems: dict[tuple[str, str], str] = {}  # (kind, kernel) -> one-line message
+        self.interrupted = False
+        self._records: list[records.LaunchRecords] = []
+        self._pending: list[_Launch] = []
+        self._by_correlation: dict[int, _Launch] = {}
+        self._skip: set[tuple[int, int]] = set()  # (context, function) never to instrument
+        self._ready: dict[tuple[int, int], InstrumentedKernel] = {}  # (context, function) -> its copy
+        self._devices: dict[int, dict] = {}
+        self._traced = 0
+        self._lock = threading.RLock()
+        self._sources = TritonSources()
+        self._cupti = None
+        self._handle = None
+        self._callback = None
+
+    # ------------------------------------------------------------ lifecycle
+
+    def start(self) -> None:
+        """Subscribe to CUPTI and turn on launch callbacks; raises before anything runs."""
+        driver.init()
+        self._cupti = cupti.load()
+        self._callback = cupti.CALLBACK(self._on_callback)
+        self._handle = self._cupti.subscribe(self._callback)
+        try:
+            self._sources.install()
+            self._cupti.enable(self._handle, cupti.LAUNCH_CBIDS, True)
+        except BaseException:
+            self._release_cupti()
+            raise
+
+    def stop(self) -> None:
+        """Callbacks off, nothing swapped any more, records collected, buffers freed."""
+        if self._handle is None:
+            return
+        try:
+            self._release_cupti()
+        finally:
+            with self._lock:
+                self._drain()
+
+    def _release_cupti(self) -> None:
+        try:
+            self._cupti.enable(self._handle, cupti.LAUNCH_CBIDS, False)
+        finally:
+            self._cupti.unsubscribe(self._handle)
+            self._sources.uninstall()
+            self._handle = None
+
+    def __enter__(self):
+        self.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+
+    def records(self) -> list[records.LaunchRecords]:
+        return list(self._records)
+
+    # ------------------------------------------------------------ the callback
+
+    def _on_callback(self, userdata, domain, cbid, cbdata) -> None:
+        # Never let an exception cross into the driver: note it and let the launch go on.
+        try:
+            data = ctypes.cast(cbdata, ctypes.POINTER(cupti.CallbackData)).contents
+            if data.callbackSite == cupti.CUPTI_API_ENTER:
+                self._on_launch(cbid, data)
+            else:
+                self._after_launch(data)
+        except KeyboardInterrupt:
+            self.interrupted = True
+        except Exception as error:
+            self._note("internal", "?", f"tracing failed inside a launch callback: {error!r}")
+
+    def _note(self, kind: str, kernel: str, message: str) -> None:
+        self.problems.setdefault((kind, kernel), message)
+
+    def _on_launch(self, cbid: int, data: cupti.CallbackData) -> None:
+        began = time.perf_counter()
+        name = data.symbolName.decode(errors="replace") if data.symbolName else "<unnamed>"
+        with self._lock:
+            self.launched[name] += 1
+            if not self.pattern.search(name):
+                return
+            if self.max_launches is not None and self._traced >= self.max_launches:
+                return
+            view = _launch_view(cbid, data.functionParams)
+            context = data.context or 0
+            if (context, view.function) in self._skip:
+                return
+            if driver.is_capturing(view.stream):
+                self._note("graph_capture", name, f"{name}: launched during CUDA graph capture; "
+                           "not traced (it runs unmodified in the graph)")
+                return
+            kernel = self._instrumented(context, view.function, name)
+            if kernel is None:
+                return
+            if view.kernel_params == 0 or view.has_extra:
+                self._note("extra_params", name, f"{name}: launched with packed 'extra' parameters; not traced")
+                return
+            launch = self._prepare_buffer(name, view, context, kernel)
+            params = (ctypes.c_void_p * (kernel.num_params + 1))()
+            ctypes.memmove(params, view.kernel_params, kernel.num_params * ctypes.sizeof(ctypes.c_void_p))
+            address = ctypes.c_uint64(launch.pointer)
+            params[kernel.num_params] = ctypes.addressof(address)
+            launch.keep_alive += [params, address]
+            view.params.f = kernel.handle
+            view.params.kernelParams = ctypes.addressof(params)
+            launch.events.append(driver.event_record(view.stream))  # after our buffer setup: times the kernel
+            launch.host_seconds += time.perf_counter() - began
+            self._pending.append(launch)
+            self._by_correlation[data.correlationId] = launch
+            self._traced += 1
+
+    def _after_launch(self, data: cupti.CallbackData) -> None:
+        began = time.perf_counter()
+        with self._lock:
+            launch = self._by_correlation.pop(data.correlationId, None)
+            if launch is None:
+                return
+            launch.keep_alive.clear()
+            status = ctypes.cast(data.functionReturnValue, ctypes.POINTER(ctypes.c_int)).contents.value
+            if status != 0:
+                launch.failed = f"the instrumented launch returned CUDA error {status}"
+            else:
+                launch.events.append(driver.event_record(launch.stream))
+            launch.host_seconds += time.perf_counter() - began
+
+    def _instrumented(self, context: int, function: int, name: str) -> InstrumentedKernel | None:
+        if (context, function) in self._ready:
+            return self._ready[(context, function)]
+        source = self._sources.find(function)
+        if source is None:
+            self._skip.add((context, function))
+            self._note("no_ptx", name, f"{name}: matched, but its PTX was not found (only Triton kernels "
+                       "can be traced); it ran untraced")
+            return None
+        try:
+            kernel = instrument_kernel(context, function, source)
+        except GwatchError as error:
+            self._skip.add((context, function))
+            self._note("instrument", name, str(error))
+            return None
+        if kernel is None:
+            self._skip.add((context, function))
+            self._note("no_markers", name, f"{name}: matched, but it has no scope_start/scope_end markers")
+        else:
+            self._ready[(context, function)] = kernel
+        return kernel
+
+    def _prepare_buffer(self, name: str, view: _LaunchView, context: int, kernel: InstrumentedKernel) -> _Launch:
+        if context not in self._devices:
+            self._devices[context] = driver.device_info(driver.current_device())
+            self._devices[context]["free_bytes_at_start"] = driver.free_memory()[0]
+        device = self._devices[context]
+        threads = view.block[0] * view.block[1] * view.block[2]
+        num_slots = view.grid[0] * view.grid[1] * view.grid[2] * ((threads + 31) // 32)
+        capacity = self.capacity or default_capacity(num_slots, device["free_bytes_at_start"])
+        nbytes = layout.buffer_bytes(capacity, num_slots)
+        if self._pending and sum(p.nbytes for p in self._pending) + nbytes > PENDING_LIMIT_BYTES:
+            self._drain()  # keep device memory bounded when many launches are traced
+        pointer = driver.alloc(nbytes)
+        slot = layout.slot_bytes(capacity)
+        driver.fill32_2d_async(pointer + layout.GLOBAL_HEADER_BYTES + capacity * layout.EVENT_BYTES, slot, 0,
+                               layout.SLOT_HEADER_BYTES // 4, num_slots, view.stream)
+        header = np.frombuffer(layout.global_header(capacity, num_slots), np.uint8)
+        driver.copy_to_device_async(pointer, header, view.stream)
+        info = {k: v for k, v in device.items() if k != "free_bytes_at_start"}
+        info.update(instrumented_registers=kernel.registers, instrument_seconds=round(kernel.build_seconds, 4),
+                    sites=len(kernel.sites))
+        return _Launch(name, view.grid, view.block, capacity, num_slots, pointer, nbytes, context, view.stream, info)
+
+    # ------------------------------------------------------------ collection
+
+    def _drain(self) -> None:
+        """Wait for the pending launches, copy their records back, free their buffers."""
+        broken = {}
+        for context in {p.context for p in self._pending}:
+            try:
+                driver.synchronize_context(context)
+            except driver.CudaError as error:
+                broken[context] = str(error)
+        for launch in self._pending:
+            try:
+                with driver.context_current(launch.context):
+                    failure = launch.failed or broken.get(launch.context)
+                    if failure:
+                        self._note("launch_failed", launch.kernel, f"{launch.kernel}: {failure}")
+                    else:
+                        self._records.append(self._collect(launch))
+                    driver.free(launch.pointer)
+                    for event in launch.events:
+                        driver.event_destroy(event)
+            except driver.CudaError as error:
+                self._note("collect", launch.kernel, f"{launch.kernel}: collecting its records failed ({error})")
+        self._pending.clear()
+
+    @staticmethod
+    def _collect(launch: _Launch) -> records.LaunchRecords:
+        slot = layout.slot_bytes(launch.capacity)
+        headers = driver.copy_rows_to_host(
+            launch.pointer + layout.GLOBAL_HEADER_BYTES + launch.capacity * layout.EVENT_BYTES,
+            slot, layout.SLOT_HEADER_BYTES, launch.num_slots)
+        width = min(launch.capacity, int(records.attempted_events(headers).max(initial=0)))
+        events = driver.copy_rows_to_host(launch.pointer + layout.GLOBAL_HEADER_BYTES, slot,
+                                          width * layout.EVENT_BYTES, launch.num_slots)
+        warps, cycles, tags, missing = records.from_device(headers, events.view(layout.EVENT_DTYPE), launch.capacity)
+        info = dict(launch.info, missing_warps=missing, buffer_bytes=launch.nbytes,
+                    host_callback_us=round(launch.host_seconds * 1e6, 1))
+        if len(launch.events) == 2:
+            info["kernel_ms"] = driver.event_elapsed_ms(*launch.events)
+        return records.LaunchRecords(launch.kernel, launch.grid, launch.block, launch.capacity, warps, cycles,
+                                     tags, info)

@@ -1,0 +1,82 @@
+"""PTX instrumentation: the native rewriter, and ptxas for checking its output."""
+from __future__ import annotations
+
+import os
+import subprocess
+import tempfile
+from dataclasses import dataclass
+
+from . import _native
+
+
+@dataclass(frozen=True)
+class Site:
+    """One sentinel the rewriter turned into an event record."""
+    entry: str
+    scope_id: int
+    kind: str  # "start" or "end"
+    line: int  # line of the sentinel in the original PTX
+
+
+@dataclass(frozen=True)
+class Entry:
+    name: str
+    line: int
+    num_params: int  # parameters before the appended trace-buffer parameter
+    num_sites: int
+    num_exits: int
+
+
+@dataclass(frozen=True)
+class InstrumentedPTX:
+    ptx: str
+    sites: tuple[Site, ...]
+    entries: tuple[Entry, ...]
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.sites)
+
+
+class PTXRewriteError(ValueError):
+    """The PTX holds sentinels the rewriter cannot place (the message names the line)."""
+
+
+def instrument(ptx: str) -> InstrumentedPTX:
+    """Rewrite every gwatch sentinel in a PTX module into a trace record.
+
+    Every .entry of a module with sentinels gains a trailing ``.u64`` parameter (the
+    trace buffer), a prologue and an epilogue; a module without sentinels comes back as
+    the very same string."""
+    try:
+        text, sites, entries = _native.instrument(ptx)
+    except ValueError as error:
+        raise PTXRewriteError(str(error)) from None
+    entry_list = tuple(Entry(*e) for e in entries)
+    return InstrumentedPTX(
+        ptx=ptx if text is None else text,
+        sites=tuple(Site(entry_list[e].name, sid, "end" if end else "start", line)
+                    for e, sid, end, line in sites),
+        entries=entry_list,
+    )
+
+
+def ptxas_path(capability: int = 90) -> str:
+    """The ptxas Triton itself uses for this compute capability."""
+    from triton.backends.nvidia.compiler import get_ptxas
+    return get_ptxas(capability).path
+
+
+def assemble(ptx: str, arch: str = "sm_90a", options: tuple[str, ...] = ()) -> bytes:
+    """Assemble PTX to a cubin with Triton's ptxas; raises PTXRewriteError with ptxas's message."""
+    with tempfile.TemporaryDirectory(prefix="gwatch-ptxas-") as tmp:
+        src, out = os.path.join(tmp, "module.ptx"), os.path.join(tmp, "module.cubin")
+        with open(src, "w") as f:
+            f.write(ptx)
+        capability = int("".join(ch for ch in arch if ch.isdigit()))
+        proc = subprocess.run([ptxas_path(capability), f"-arch={arch}", *options, src, "-o", out],
+                              capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise PTXRewriteError(f"ptxas failed: {proc.stderr.strip()}")
+        with open(out, "rb") as f:
+            return f.read()

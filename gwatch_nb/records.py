@@ -1,0 +1,197 @@
+"""Trace records: device buffers → per-warp events → scope intervals.
+
+Everything here is vectorised numpy over all events of a launch at once; nothing loops
+in Python per event or per warp.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .layout import EVENT_DTYPE, SLOT_HEADER_DTYPE, TAG_END_BIT, TAG_ID_SHIFT, WARP_MAGIC
+
+#: One warp of one launch, in host form (from the device header, or made by the interpreter tier).
+WARP_DTYPE = np.dtype([
+    ("block_x", "<u4"), ("block_y", "<u4"), ("block_z", "<u4"), ("warp", "<u4"), ("sm", "<u4"),
+    ("gt_entry", "<u8"), ("ck_entry", "<u8"), ("gt_exit", "<u8"), ("ck_exit", "<u8"),
+    ("n_events", "<u4"), ("n_dropped", "<u4"),
+])
+
+
+@dataclass
+class LaunchRecords:
+    """What one traced launch left behind: its warps and their events.
+
+    Events are warp-major and in program order inside a warp; ``warps["n_events"]`` says
+    how many belong to each warp. ``cycles`` are absolute clock values (SM cycles on the
+    GPU; host nanoseconds on the interpreter tier, where globaltimer and clock coincide)."""
+    kernel: str
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    capacity: int
+    warps: np.ndarray
+    cycles: np.ndarray
+    tags: np.ndarray
+    info: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        if int(self.warps["n_events"].sum()) != len(self.cycles) or len(self.cycles) != len(self.tags):
+            raise ValueError("launch records are inconsistent: event counts do not match the events")
+
+    @property
+    def events_recorded(self) -> int:
+        return len(self.tags)
+
+    @property
+    def events_dropped(self) -> int:
+        return int(self.warps["n_dropped"].sum())
+
+
+def _slot_headers(headers: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(headers).view(SLOT_HEADER_DTYPE).reshape(-1)
+
+
+def _attempted(hdr: np.ndarray) -> np.ndarray:
+    # The event pointer's low 32 bits advanced 8 bytes per event, recorded or not.
+    attempted = ((hdr["end_lo"] - hdr["start_lo"]).astype(np.uint32) // EVENT_DTYPE.itemsize).astype(np.int64)
+    valid = (hdr["magic"] == WARP_MAGIC) & (hdr["gt_exit"] != 0)  # only warps that reached their epilogue
+    return np.where(valid, attempted, 0)
+
+
+def attempted_events(headers: np.ndarray) -> np.ndarray:
+    """Events each slot's warp tried to record (kept or dropped), from raw (slots, 64) headers."""
+    return _attempted(_slot_headers(headers))
+
+
+def from_device(headers: np.ndarray, events: np.ndarray, capacity: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """Turn a launch's copied-back slots into (warps, cycles, tags, missing).
+
+    ``headers``: (slots, SLOT_HEADER_BYTES) uint8, each warp's header.
+    ``events``: (slots, width) EVENT_DTYPE, the first ``width`` event records of each slot.
+    ``missing`` counts slots no warp wrote (a warp that never started its prologue)."""
+    hdr = _slot_headers(headers)
+    written = hdr["magic"] == WARP_MAGIC
+    missing = int(len(hdr) - np.count_nonzero(written))
+    hdr, events = hdr[written], events[written]
+    attempted = _attempted(hdr)
+    recorded = np.minimum(attempted, min(capacity, events.shape[1]))
+
+    warps = np.zeros(len(hdr), WARP_DTYPE)
+    for name in ("block_x", "block_y", "block_z", "warp", "sm", "gt_entry", "ck_entry", "gt_exit", "ck_exit"):
+        warps[name] = hdr[name]
+    warps["n_events"] = recorded
+    warps["n_dropped"] = attempted - recorded
+
+    keep = np.arange(events.shape[1]) < recorded[:, None]
+    flat = events[keep]
+    cycles = unwrap_clock(flat["clock"], warps["ck_entry"], recorded)
+    return warps, cycles, flat["tag"].copy(), missing
+
+
+def unwrap_clock(clock_lo: np.ndarray, entry_clock: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Rebuild 64-bit clocks from the 32-bit low words each event stored.
+
+    Each step is read as a signed 32-bit difference from the previous event of the same
+    warp (the first from the warp's 64-bit entry clock), so wraps every ~2 s at 2 GHz
+    and tiny reorderings around the entry read both come out right."""
+    counts = np.asarray(counts, dtype=np.int64)
+    n = int(counts.sum())
+    if n == 0:
+        return np.zeros(0, np.int64)
+    first = np.zeros(len(counts), np.int64)
+    np.cumsum(counts[:-1], out=first[1:])
+    has = counts > 0
+    previous = np.empty(n, np.uint32)
+    previous[1:] = clock_lo[:-1]
+    previous[first[has]] = entry_clock[has].astype(np.uint32)  # low word of the entry clock
+    step = (clock_lo.astype(np.uint32) - previous).view(np.int32).astype(np.int64)
+    running = np.cumsum(step)
+    # Restart the running sum at each warp's first event, from that warp's entry clock.
+    base = np.repeat(running[first[has]] - step[first[has]], counts[has])
+    return running - base + np.repeat(entry_clock[has].astype(np.int64), counts[has])
+
+
+@dataclass
+class Intervals:
+    """Matched scope instances of one launch, ordered by warp and start."""
+    warp_row: np.ndarray     # index into the launch's warps
+    scope_id: np.ndarray     # int32
+    start_cycle: np.ndarray  # int64
+    end_cycle: np.ndarray    # int64
+    depth: np.ndarray        # int32: enclosing matched scopes in the same warp
+    seq: np.ndarray          # int32: nth instance of this scope in this warp
+
+
+#: Kinds of marker problems the decoder reports (never turning them into intervals).
+PROBLEM_KINDS = {
+    "unclosed": "scope started but never ended before the warp exited",
+    "end_without_start": "scope ended without a matching start",
+    "nested_same_id": "scope started again while already open (same id nested in itself)",
+    "crossed": "scopes end in another order than they started (not nested)",
+}
+
+
+def pair_scopes(tags: np.ndarray, cycles: np.ndarray, counts: np.ndarray) -> tuple[Intervals, dict[str, np.ndarray]]:
+    """Match each start with the next end of the same scope id in the same warp.
+
+    Returns the intervals and, per problem kind, the warp row of every offending event."""
+    counts = np.asarray(counts, dtype=np.int64)
+    n = len(tags)
+    warp_of = np.repeat(np.arange(len(counts), dtype=np.int32), counts)
+    scope = (tags >> TAG_ID_SHIFT).astype(np.uint16)
+    is_end = (tags & TAG_END_BIT).astype(bool)
+
+    # Group by scope id; a stable radix sort keeps warp-major program order inside each id.
+    order = np.argsort(scope, kind="stable")
+    s_scope, s_warp, s_end = scope[order], warp_of[order], is_end[order]
+    same_group = (s_scope[1:] == s_scope[:-1]) & (s_warp[1:] == s_warp[:-1])
+    start_at = np.flatnonzero(~s_end[:-1] & s_end[1:] & same_group)
+    end_at = start_at + 1
+
+    paired = np.zeros(n, bool)
+    paired[start_at] = True
+    paired[end_at] = True
+    next_in_group_is_start = np.zeros(n, bool)
+    next_in_group_is_start[:-1] = same_group & ~s_end[1:]
+    lone_start = ~paired & ~s_end
+    problems = {
+        "nested_same_id": s_warp[lone_start & next_in_group_is_start],
+        "unclosed": s_warp[lone_start & ~next_in_group_is_start],
+        "end_without_start": s_warp[~paired & s_end],
+    }
+
+    # seq: rank of each pair inside its (scope, warp) group, pairs being in group order.
+    pair_group = np.cumsum(np.concatenate(([True], ~same_group)))[start_at]
+    first_of_group = np.ones(len(start_at), bool)
+    first_of_group[1:] = pair_group[1:] != pair_group[:-1]
+    group_starts = np.flatnonzero(first_of_group)
+    seq = np.arange(len(start_at)) - np.repeat(group_starts, np.diff(np.append(group_starts, len(start_at))))
+
+    # Back to program order: nesting level from a running count of matched starts/ends.
+    start_pos, end_pos = order[start_at], order[end_at]
+    delta = np.zeros(n, np.int32)
+    delta[start_pos] = 1
+    delta[end_pos] = -1
+    level = np.cumsum(delta, dtype=np.int32) - delta
+    depth = level[start_pos]
+    # Properly nested iff every interval encloses a balanced stretch (see docs/FORMAT.md).
+    crossed = level[end_pos] != depth + 1
+    problems["crossed"] = s_warp[start_at[crossed]]
+
+    # Reorder the intervals by their start's position (warp-major, program order) in O(n).
+    is_start_pos = np.zeros(n, bool)
+    is_start_pos[start_pos] = True
+    rank = (np.cumsum(is_start_pos) - 1)[start_pos]
+    out = np.empty(len(start_at), np.int64)
+    out[rank] = np.arange(len(start_at))
+
+    intervals = Intervals(
+        warp_row=s_warp[start_at][out],
+        scope_id=s_scope[start_at][out].astype(np.int32),
+        start_cycle=cycles[start_pos][out],
+        end_cycle=cycles[end_pos][out],
+        depth=depth[out],
+        seq=seq[out].astype(np.int32),
+    )
+    return intervals, problems

@@ -1,0 +1,123 @@
+"""Where a launched kernel's PTX comes from.
+
+A launch names only its CUfunction handle. For a Triton kernel the PTX and compile
+options live either in the files Triton's load hook names (kernels loaded while a trace
+is active) or on Triton's in-process CompiledKernel objects (kernels loaded before)."""
+from __future__ import annotations
+
+import gc
+import hashlib
+import json
+import os
+import weakref
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class KernelSource:
+    name: str
+    ptx: str
+    metadata: dict  # Triton's compile metadata (target, num_warps, enable_fp_fusion, ...)
+    origin: str     # "load-hook" or "compiled-kernel"
+    digest: str = field(init=False)  # sha256 of the PTX, computed once
+
+    def __post_init__(self):
+        object.__setattr__(self, "digest", hashlib.sha256(self.ptx.encode()).hexdigest())
+
+
+#: CompiledKernels seen by a scan of the heap: handle -> (weak reference, source). An
+#: entry is trusted only while that very object is alive and still has that handle, so a
+#: handle the driver reuses after Triton unloads a module is never confused for the old one.
+_scanned: dict[int, tuple[weakref.ref, KernelSource]] = {}
+
+
+def _metadata_dict(metadata) -> dict:
+    if hasattr(metadata, "_asdict"):
+        metadata = metadata._asdict()
+    out = dict(metadata)
+    target = out.get("target")
+    if target is not None and not isinstance(target, dict):
+        out["target"] = {"backend": target.backend, "arch": target.arch, "warp_size": target.warp_size}
+    return out
+
+
+class TritonSources:
+    """Finds Triton kernels' PTX by CUfunction handle, for one trace session."""
+
+    def __init__(self):
+        self._loaded: dict[int, KernelSource | None] = {}  # kernels loaded during the session
+        self._not_triton: set[int] = set()
+        self._hook_installed = False
+
+    def install(self) -> None:
+        """Start noting kernels Triton loads (its kernel_load_end_hook)."""
+        from triton import knobs
+        hooks = getattr(knobs.runtime, "kernel_load_end_hook", None)
+        if hooks is not None and hasattr(hooks, "add"):
+            hooks.add(self._on_load)
+            self._hook_installed = True
+
+    def uninstall(self) -> None:
+        if self._hook_installed:
+            from triton import knobs
+            knobs.runtime.kernel_load_end_hook.remove(self._on_load)
+            self._hook_installed = False
+
+    def _on_load(self, module, function, name, metadata_group, hash) -> None:
+        if function is not None:
+            self._loaded[int(function)] = self._from_files(name, dict(metadata_group))
+            self._not_triton.discard(int(function))
+
+    def find(self, handle: int) -> KernelSource | None:
+        """The kernel's source, or None when no Triton kernel has this handle."""
+        if self._loaded.get(handle) is not None:
+            return self._loaded[handle]
+        if handle in self._not_triton:
+            return None
+        source = self._from_compiled_kernels(handle)
+        if source is None:
+            self._not_triton.add(handle)
+        return source
+
+    @staticmethod
+    def _from_files(name: str, group: dict) -> KernelSource | None:
+        ptx_path = next((p for f, p in group.items() if f.endswith(".ptx")), None)
+        json_path = next((p for f, p in group.items() if f.endswith(".json") and not f.startswith("__grp__")),
+                         None)
+        if ptx_path is None or not os.path.exists(ptx_path):
+            return None
+        with open(ptx_path) as f:
+            ptx = f.read()
+        metadata = {}
+        if json_path and os.path.exists(json_path):
+            with open(json_path) as f:
+                metadata = json.load(f)
+        return KernelSource(name, ptx, _metadata_dict(metadata), "load-hook")
+
+    @staticmethod
+    def _from_compiled_kernels(handle: int) -> KernelSource | None:
+        known = _scanned.get(handle)
+        if known is None or getattr(known[0](), "function", None) != handle:
+            _scan_compiled_kernels()
+            known = _scanned.get(handle)
+        return known[1] if known else None
+
+
+def _scan_compiled_kernels() -> None:
+    """Index every loaded CompiledKernel of the process (one pass over the heap)."""
+    try:
+        from triton.compiler.compiler import CompiledKernel
+    except ImportError:
+        return
+    for handle in [h for h, (ref, _) in _scanned.items() if getattr(ref(), "function", None) != h]:
+        del _scanned[handle]
+    for obj in gc.get_objects():
+        if not issubclass(type(obj), CompiledKernel):
+            continue
+        handle = getattr(obj, "function", None)
+        if not handle or handle in _scanned:
+            continue
+        ptx = obj.asm.get("ptx") if hasattr(obj.asm, "get") else None
+        if ptx is not None:
+            _scanned[handle] = (weakref.ref(obj), KernelSource(obj.name, ptx, _metadata_dict(obj.metadata),
+                                                               "compiled-kernel"))

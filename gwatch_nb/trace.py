@@ -1,0 +1,270 @@
+"""The Trace: every scope instance of every traced launch, and what is known about them."""
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
+
+import numpy as np
+
+from .records import PROBLEM_KINDS, Intervals, LaunchRecords, pair_scopes
+from .timebase import ClockModel, fit_clock
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+#: Trace.meta["tier"] values and what their times mean.
+TIME_SOURCES = {
+    "ptx": "GPU: SM clock cycles, mapped per warp to %globaltimer nanoseconds",
+    "interpreter": "interpreter host time (TRITON_INTERPRET=1): host nanoseconds per program instance, "
+                   "not GPU time",
+}
+
+_MAX_EXAMPLES = 5
+
+
+@dataclass
+class TraceWarning:
+    """One kind of problem found in a trace, with how often and where."""
+    kind: str
+    message: str
+    count: int
+    examples: list[dict] = field(default_factory=list)
+
+    def __str__(self) -> str:
+        where = "; e.g. " + ", ".join(_format_place(e) for e in self.examples) if self.examples else ""
+        return f"{self.kind}: {self.message} ({self.count}){where}"
+
+
+def _format_place(example: Mapping) -> str:
+    block = ",".join(str(b) for b in example["block"])
+    return f"{example['kernel']} launch {example['launch']} block ({block}) warp {example['warp']}"
+
+
+@dataclass
+class _Launch:
+    records: LaunchRecords
+    intervals: Intervals
+    clock: ClockModel
+    t0: float  # the first warp's entry, in the clock model's relative ns
+    problems: dict[str, np.ndarray]
+
+    def ns(self, cycles: np.ndarray, warp_row: np.ndarray) -> np.ndarray:
+        """Integer ns since the launch's first warp entered."""
+        return np.rint(self.clock.to_ns(cycles, warp_row) - self.t0).astype(np.int64)
+
+    @property
+    def t0_ns(self) -> int:
+        """The launch start on the absolute globaltimer axis."""
+        return self.clock.gt_base + int(round(self.t0))
+
+
+def _decode(records: LaunchRecords, cycles_are_ns: bool) -> _Launch:
+    warps = records.warps
+    fallback = 1e9 / records.info["sm_clock_hz"] if records.info.get("sm_clock_hz") else 1.0
+    clock = fit_clock(warps, cycles_are_ns=cycles_are_ns, fallback_ns_per_cycle=fallback)
+    intervals, problems = pair_scopes(records.tags, records.cycles, warps["n_events"])
+    t0 = float(clock.to_ns(warps["ck_entry"], np.arange(len(warps))).min()) if len(warps) else 0.0
+    return _Launch(records, intervals, clock, t0, problems)
+
+
+def _int_column(values: np.ndarray, floor=np.int16) -> np.ndarray:
+    """The narrowest signed integer type (at least ``floor``) that holds the values."""
+    values = np.asarray(values)
+    if values.size == 0:
+        return values.astype(floor)
+    lo, hi = int(values.min()), int(values.max())
+    for dtype in (floor, np.int32, np.int64):
+        info = np.iinfo(dtype)
+        if info.min <= lo and hi <= info.max and np.dtype(dtype).itemsize >= np.dtype(floor).itemsize:
+            return values.astype(dtype, copy=False)
+    raise OverflowError("value out of int64 range")
+
+
+class Trace:
+    """Scope instances of the traced launches.
+
+    ``df`` has one row per scope instance; ``warps`` one row per warp; ``launches`` one
+    row per traced launch; ``warnings`` lists marker problems and dropped events."""
+
+    def __init__(self, launches: Sequence[LaunchRecords], scope_names: Mapping[int, str] | None = None,
+                 meta: Mapping | None = None):
+        self.meta = dict(meta or {})
+        self.meta.setdefault("tier", "ptx")
+        if self.meta["tier"] not in TIME_SOURCES:
+            raise ValueError(f"unknown tier {self.meta['tier']!r}")
+        self.meta["time_source"] = TIME_SOURCES[self.meta["tier"]]
+        self.scope_names = {int(k): str(v) for k, v in (scope_names or {}).items()}
+        cycles_are_ns = self.meta["tier"] == "interpreter"
+        self._launches = [_decode(r, cycles_are_ns) for r in launches]
+        self.warnings = self._collect_warnings()
+
+    # ------------------------------------------------------------ raw material
+
+    @property
+    def records(self) -> list[LaunchRecords]:
+        """The launches' records, as collected (what an archive stores)."""
+        return [launch.records for launch in self._launches]
+
+    @property
+    def events_recorded(self) -> int:
+        return sum(l.records.events_recorded for l in self._launches)
+
+    @property
+    def events_dropped(self) -> int:
+        return sum(l.records.events_dropped for l in self._launches)
+
+    def scope_name(self, scope_id: int) -> str:
+        return self.scope_names.get(int(scope_id), str(int(scope_id)))
+
+    # ------------------------------------------------------------ tables
+
+    @functools.cached_property
+    def df(self) -> "pd.DataFrame":
+        """One row per scope instance (see docs/FORMAT.md for the columns)."""
+        import pandas as pd
+
+        parts = [self._interval_columns(i, launch) for i, launch in enumerate(self._launches)]
+        columns = {name: np.concatenate([p[name] for p in parts]) if parts else np.zeros(0, np.int64)
+                   for name in _INTERVAL_COLUMNS}
+        kernels = sorted({l.records.kernel for l in self._launches})
+        kernel_codes = np.concatenate([
+            np.full(len(p["launch"]), kernels.index(l.records.kernel), np.int8)
+            for p, l in zip(parts, self._launches)]) if parts else np.zeros(0, np.int8)
+        scope_ids = columns["scope_id"]
+        known = np.unique(scope_ids)
+        names = [self.scope_name(s) for s in known]
+        categories = list(dict.fromkeys(names))
+        lookup = np.zeros(int(known.max()) + 1 if len(known) else 1, np.int16)
+        lookup[known] = [categories.index(n) for n in names]
+        return pd.DataFrame({
+            "kernel": pd.Categorical.from_codes(kernel_codes, kernels),
+            "launch": _int_column(columns["launch"]),
+            "block_x": _int_column(columns["block_x"]),
+            "block_y": _int_column(columns["block_y"]),
+            "block_z": _int_column(columns["block_z"]),
+            "warp": _int_column(columns["warp"]),
+            "sm": _int_column(columns["sm"]),
+            "scope_id": _int_column(scope_ids),
+            "scope": pd.Categorical.from_codes(lookup[scope_ids] if len(scope_ids) else [], categories),
+            "start_ns": columns["start_ns"],
+            "end_ns": columns["end_ns"],
+            "duration_ns": columns["end_ns"] - columns["start_ns"],
+            "start_cycle": columns["start_cycle"],
+            "end_cycle": columns["end_cycle"],
+            "depth": _int_column(columns["depth"]),
+            "seq": _int_column(columns["seq"], floor=np.int32),
+        })
+
+    def _interval_columns(self, index: int, launch: _Launch) -> dict[str, np.ndarray]:
+        iv, warps = launch.intervals, launch.records.warps
+        rows = iv.warp_row
+        start, end = launch.ns(iv.start_cycle, rows), launch.ns(iv.end_cycle, rows)
+        return {
+            "launch": np.full(len(rows), index, np.int64),
+            "block_x": warps["block_x"][rows], "block_y": warps["block_y"][rows],
+            "block_z": warps["block_z"][rows], "warp": warps["warp"][rows], "sm": warps["sm"][rows],
+            "scope_id": iv.scope_id, "start_ns": start, "end_ns": end,
+            "start_cycle": iv.start_cycle, "end_cycle": iv.end_cycle, "depth": iv.depth, "seq": iv.seq,
+        }
+
+    @functools.cached_property
+    def warps(self) -> "pd.DataFrame":
+        """One row per warp: where it ran, its lifetime on the launch's ns axis, its events."""
+        import pandas as pd
+
+        frames = []
+        for index, launch in enumerate(self._launches):
+            w = launch.records.warps
+            rows = np.arange(len(w))
+            exited = w["gt_exit"] != 0
+            entry = launch.ns(w["ck_entry"], rows)
+            exit_ns = np.where(exited, launch.ns(w["ck_exit"], rows), -1)
+            frames.append(pd.DataFrame({
+                "kernel": launch.records.kernel, "launch": np.full(len(w), index, np.int32),
+                "block_x": w["block_x"].astype(np.int64), "block_y": w["block_y"].astype(np.int64),
+                "block_z": w["block_z"].astype(np.int64), "warp": w["warp"].astype(np.int32),
+                "sm": w["sm"].astype(np.int32), "start_ns": entry, "end_ns": exit_ns,
+                "events": w["n_events"].astype(np.int64), "dropped": w["n_dropped"].astype(np.int64),
+                "exited": exited,
+            }))
+        if not frames:
+            return pd.DataFrame(columns=["kernel", "launch", "block_x", "block_y", "block_z", "warp", "sm",
+                                         "start_ns", "end_ns", "events", "dropped", "exited"])
+        return pd.concat(frames, ignore_index=True)
+
+    @property
+    def launches(self) -> "pd.DataFrame":
+        """One row per traced launch: shape, volume, clock and time span."""
+        import pandas as pd
+
+        rows = []
+        for index, launch in enumerate(self._launches):
+            r, w = launch.records, launch.records.warps
+            attempted = w["n_events"].astype(np.int64) + w["n_dropped"]
+            end = launch.ns(w["ck_exit"], np.arange(len(w)))[w["gt_exit"] != 0]
+            rows.append({
+                "kernel": r.kernel, "launch": index, "grid": tuple(r.grid), "block": tuple(r.block),
+                "warps": len(w), "events_recorded": r.events_recorded, "events_dropped": r.events_dropped,
+                "capacity": r.capacity, "capacity_needed": int(attempted.max()) if len(w) else 0,
+                "clock_ghz": launch.clock.clock_ghz, "clock_spread_pct": launch.clock.clock_spread_pct,
+                "t0_ns": launch.t0_ns,
+                "duration_ns": int(end.max()) if len(end) else 0,
+                "scope_instances": len(launch.intervals.scope_id),
+                "missing_warps": int(r.info.get("missing_warps", 0)),
+            })
+        return pd.DataFrame(rows)
+
+    # ------------------------------------------------------------ problems
+
+    def _collect_warnings(self) -> list[TraceWarning]:
+        found: dict[str, TraceWarning] = {}
+
+        def add(kind: str, message: str, count: int, launch_index: int, launch: _Launch, rows: Iterable[int]):
+            entry = found.setdefault(kind, TraceWarning(kind, message, 0))
+            entry.count += count
+            w = launch.records.warps
+            for row in list(rows)[:_MAX_EXAMPLES - len(entry.examples)]:
+                entry.examples.append({
+                    "kernel": launch.records.kernel, "launch": launch_index,
+                    "block": (int(w["block_x"][row]), int(w["block_y"][row]), int(w["block_z"][row])),
+                    "warp": int(w["warp"][row]),
+                })
+
+        for index, launch in enumerate(self._launches):
+            w = launch.records.warps
+            dropped = w["n_dropped"]
+            if dropped.any():
+                need = int((w["n_events"].astype(np.int64) + dropped).max())
+                add("events_dropped", f"events did not fit the per-warp capacity of {launch.records.capacity}; "
+                    f"capacity={need} would keep them all", int(dropped.sum()), index, launch,
+                    np.flatnonzero(dropped))
+            for kind, rows in launch.problems.items():
+                if len(rows):
+                    add(kind, PROBLEM_KINDS[kind], len(rows), index, launch, np.unique(rows))
+            stuck = np.flatnonzero(w["gt_exit"] == 0)
+            if len(stuck):
+                add("warp_not_exited", "warps never reached their exit (no exit time, events not counted)",
+                    len(stuck), index, launch, stuck)
+            missing = int(launch.records.info.get("missing_warps", 0))
+            if missing:
+                add("missing_warps", "trace slots no warp wrote", missing, index, launch, [])
+        return list(found.values())
+
+    # ------------------------------------------------------------ outputs
+
+    def save(self, path) -> None:
+        """Write a lossless ``.json`` archive (docs/FORMAT.md); ``gwatch_nb.load`` reads it."""
+        from .archive import save
+        save(self, path)
+
+    def __repr__(self) -> str:
+        kernels = sorted({l.records.kernel for l in self._launches})
+        instances = sum(len(l.intervals.scope_id) for l in self._launches)
+        dropped = f", {self.events_dropped} events dropped" if self.events_dropped else ""
+        return (f"<Trace {self.meta['tier']}: {len(self._launches)} launch(es) of {', '.join(kernels) or 'nothing'}, "
+                f"{instances} scope instances{dropped}, {len(self.warnings)} warning kind(s)>")
+
+
+_INTERVAL_COLUMNS = ("launch", "block_x", "block_y", "block_z", "warp", "sm", "scope_id", "start_ns", "end_ns",
+                     "start_cycle", "end_cycle", "depth", "seq")

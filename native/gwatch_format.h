@@ -1,0 +1,48 @@
+/* The trace buffer's layout: the one source of truth for every offset and constant.
+ * The rewriter (ptx_rewrite.c) emits PTX from these numbers and the Python module
+ * exports them (gwatch_nb._native.FORMAT) for the host side; docs/FORMAT.md describes
+ * them and a test checks that the document agrees with this file. */
+#ifndef GWATCH_FORMAT_H
+#define GWATCH_FORMAT_H
+
+#define GWATCH_FORMAT_VERSION 1
+
+/* Global header at the start of each launch's buffer, written by the host. */
+#define GWATCH_GLOBAL_HEADER_BYTES 64
+#define GWATCH_BUFFER_MAGIC 0x54574747u /* "GGWT" little-endian */
+#define GWATCH_GH_MAGIC 0               /* u32 */
+#define GWATCH_GH_VERSION 4             /* u32 */
+#define GWATCH_GH_CAPACITY 8            /* u32: events per warp slot (even) */
+#define GWATCH_GH_SLOT_BYTES 12         /* u32: capacity * EVENT_BYTES + SLOT_HEADER_BYTES */
+#define GWATCH_GH_NUM_SLOTS 16          /* u64: warps the launch can have */
+
+/* One slot per warp, at GLOBAL_HEADER_BYTES + slot_index * slot_bytes:
+ * capacity events first, then the warp's header (so the running event pointer's
+ * limit is also the header's address). slot_index = block_linear * warps_per_block + warp. */
+#define GWATCH_SLOT_HEADER_BYTES 64
+#define GWATCH_WARP_MAGIC 0x57574747u /* "GGWW": the warp wrote its header */
+#define GWATCH_SH_GT_ENTRY 0          /* u64 %globaltimer at entry (ns) */
+#define GWATCH_SH_CK_ENTRY 8          /* u64 %clock64 at entry (SM cycles) */
+#define GWATCH_SH_GT_EXIT 16          /* u64 %globaltimer at exit; 0 if the warp never exited */
+#define GWATCH_SH_CK_EXIT 24          /* u64 %clock64 at exit */
+#define GWATCH_SH_MAGIC 32            /* u32 WARP_MAGIC */
+#define GWATCH_SH_WARP 36             /* u32 warp index inside the block (linear tid / 32) */
+#define GWATCH_SH_BLOCK_X 40          /* u32 %ctaid.x */
+#define GWATCH_SH_BLOCK_Y 44          /* u32 %ctaid.y */
+#define GWATCH_SH_BLOCK_Z 48          /* u32 %ctaid.z */
+#define GWATCH_SH_SM 52               /* u32 %smid */
+#define GWATCH_SH_START_LO 56         /* u32 low bits of the first event's address */
+#define GWATCH_SH_END_LO 60           /* u32 low bits of the event pointer at exit */
+
+/* Events: 8 bytes, written by lane 0 only while the slot has room. */
+#define GWATCH_EVENT_BYTES 8
+#define GWATCH_EV_CLOCK 0 /* u32 low 32 bits of %clock64 */
+#define GWATCH_EV_TAG 4   /* u32 scope_id << 1 | is_end */
+#define GWATCH_TAG_END_BIT 1u
+#define GWATCH_TAG_ID_SHIFT 1
+#define GWATCH_MAX_SCOPE_ID 32767
+
+/* The parameter the rewriter appends to every entry of an instrumented module. */
+#define GWATCH_BUFFER_PARAM "__gwatch_trace_buffer"
+
+#endif

@@ -1,0 +1,521 @@
+/* PTX rewriter.
+ *
+ * Input: the PTX of one module, as Triton (LLVM's NVPTX back end) writes it, holding
+ * sentinel comments "// gwatch.scope_start ID" / "// gwatch.scope_end ID" left by the
+ * markers. Output, when the module holds at least one sentinel: every .entry gains
+ *   - one parameter, the trace buffer's address (appended after its own parameters),
+ *   - a prologue that finds the warp's slot and writes its header (lane 0 only),
+ *   - one event record in place of each sentinel,
+ *   - an epilogue that every ret/exit now branches to, writing the exit anchors.
+ * A module without sentinels is returned untouched (result->changed == 0).
+ *
+ * The rewrite is a single pass over lines. It tracks brace depth (outside comments and
+ * strings) to know where a function body opens and closes, and recognises whole-line
+ * sentinels and ret/exit instructions; everything else is copied as it is. */
+#include "ptx_rewrite.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gwatch_format.h"
+
+#define SENTINEL_WORD "gwatch.scope_"
+#define EXIT_LABEL "$__gwatch_exit"
+
+/* ------------------------------------------------------------------ text buffer */
+
+static void text_append(gw_text *t, const char *s, size_t n) {
+    if (t->failed) return;
+    if (t->len + n + 1 > t->cap) {
+        size_t cap = t->cap ? t->cap : 4096;
+        while (cap < t->len + n + 1) cap *= 2;
+        char *grown = realloc(t->data, cap);
+        if (!grown) {
+            t->failed = 1;
+            return;
+        }
+        t->data = grown;
+        t->cap = cap;
+    }
+    memcpy(t->data + t->len, s, n);
+    t->len += n;
+    t->data[t->len] = '\0';
+}
+
+static void text_puts(gw_text *t, const char *s) { text_append(t, s, strlen(s)); }
+
+static void text_printf(gw_text *t, const char *fmt, ...) {
+    char line[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    if (n < 0 || (size_t)n >= sizeof line) {
+        t->failed = 1;
+        return;
+    }
+    text_append(t, line, (size_t)n);
+}
+
+/* ------------------------------------------------------------------ emitted PTX */
+
+/* Registers the instrumentation owns; the %gwatch_ prefix keeps them apart from LLVM's. */
+static void emit_prologue(gw_text *t) {
+    text_printf(t,
+        "\t// gwatch: find this warp's trace slot; lane 0 records (docs/FORMAT.md)\n"
+        "\t.reg .pred \t%%gwatch_on;\n"
+        "\t.reg .pred \t%%gwatch_ok;\n"
+        "\t.reg .b32 \t%%gwatch_r<12>;\n"
+        "\t.reg .b64 \t%%gwatch_d<8>;\n"
+        "\t.reg .b64 \t%%gwatch_ptr;\n"
+        "\t.reg .b64 \t%%gwatch_lim;\n"
+        "\t.reg .b32 \t%%gwatch_clk;\n"
+        "\t.reg .b32 \t%%gwatch_tag;\n"
+        "\tld.param.u64 \t%%gwatch_d0, [%s];\n", GWATCH_BUFFER_PARAM);
+    text_printf(t,
+        "\tmov.u32 \t%%gwatch_r0, %%laneid;\n"
+        "\tsetp.eq.u32 \t%%gwatch_on, %%gwatch_r0, 0;\n"
+        "\tsetp.ne.and.u64 \t%%gwatch_on, %%gwatch_d0, 0, %%gwatch_on;\n"
+        "\tmov.u32 \t%%gwatch_r1, 0;\n"
+        "\tmov.u64 \t%%gwatch_d1, 0;\n"
+        "\t@%%gwatch_on ld.global.u32 \t%%gwatch_r1, [%%gwatch_d0+%d];\n"
+        "\t@%%gwatch_on ld.global.u64 \t%%gwatch_d1, [%%gwatch_d0+%d];\n",
+        GWATCH_GH_CAPACITY, GWATCH_GH_NUM_SLOTS);
+    /* Linear block index, then slot = block * warps_per_block + warp (64-bit). */
+    text_puts(t,
+        "\tmov.u32 \t%gwatch_r2, %ctaid.x;\n"
+        "\tmov.u32 \t%gwatch_r3, %ctaid.y;\n"
+        "\tmov.u32 \t%gwatch_r4, %ctaid.z;\n"
+        "\tmov.u32 \t%gwatch_r5, %nctaid.y;\n"
+        "\tmul.wide.u32 \t%gwatch_d2, %gwatch_r4, %gwatch_r5;\n"
+        "\tcvt.u64.u32 \t%gwatch_d3, %gwatch_r3;\n"
+        "\tadd.u64 \t%gwatch_d2, %gwatch_d2, %gwatch_d3;\n"
+        "\tmov.u32 \t%gwatch_r5, %nctaid.x;\n"
+        "\tcvt.u64.u32 \t%gwatch_d3, %gwatch_r5;\n"
+        "\tmul.lo.u64 \t%gwatch_d2, %gwatch_d2, %gwatch_d3;\n"
+        "\tcvt.u64.u32 \t%gwatch_d3, %gwatch_r2;\n"
+        "\tadd.u64 \t%gwatch_d2, %gwatch_d2, %gwatch_d3;\n"
+        "\tmov.u32 \t%gwatch_r6, %tid.z;\n"
+        "\tmov.u32 \t%gwatch_r7, %ntid.y;\n"
+        "\tmov.u32 \t%gwatch_r8, %tid.y;\n"
+        "\tmad.lo.u32 \t%gwatch_r6, %gwatch_r6, %gwatch_r7, %gwatch_r8;\n"
+        "\tmov.u32 \t%gwatch_r8, %ntid.x;\n"
+        "\tmov.u32 \t%gwatch_r9, %tid.x;\n"
+        "\tmad.lo.u32 \t%gwatch_r6, %gwatch_r6, %gwatch_r8, %gwatch_r9;\n"
+        "\tshr.u32 \t%gwatch_r6, %gwatch_r6, 5;\n"
+        "\tmul.lo.u32 \t%gwatch_r7, %gwatch_r7, %gwatch_r8;\n"
+        "\tmov.u32 \t%gwatch_r9, %ntid.z;\n"
+        "\tmul.lo.u32 \t%gwatch_r7, %gwatch_r7, %gwatch_r9;\n"
+        "\tadd.u32 \t%gwatch_r7, %gwatch_r7, 31;\n"
+        "\tshr.u32 \t%gwatch_r7, %gwatch_r7, 5;\n"
+        "\tcvt.u64.u32 \t%gwatch_d3, %gwatch_r7;\n"
+        "\tcvt.u64.u32 \t%gwatch_d4, %gwatch_r6;\n"
+        "\tmad.lo.u64 \t%gwatch_d2, %gwatch_d2, %gwatch_d3, %gwatch_d4;\n"
+        "\tsetp.lt.and.u64 \t%gwatch_on, %gwatch_d2, %gwatch_d1, %gwatch_on;\n");
+    /* Slot = events then header; ptr walks the events, lim is the header's address.
+     * A lane that does not record gets ptr = lim = 0, so its stores never happen. */
+    text_printf(t,
+        "\tmul.wide.u32 \t%%gwatch_d5, %%gwatch_r1, %d;\n"
+        "\tadd.u64 \t%%gwatch_d6, %%gwatch_d5, %d;\n"
+        "\tmad.lo.u64 \t%%gwatch_d6, %%gwatch_d2, %%gwatch_d6, %%gwatch_d0;\n"
+        "\tadd.u64 \t%%gwatch_d6, %%gwatch_d6, %d;\n"
+        "\tadd.u64 \t%%gwatch_d7, %%gwatch_d6, %%gwatch_d5;\n"
+        "\tselp.u64 \t%%gwatch_ptr, %%gwatch_d6, 0, %%gwatch_on;\n"
+        "\tselp.u64 \t%%gwatch_lim, %%gwatch_d7, 0, %%gwatch_on;\n",
+        GWATCH_EVENT_BYTES, GWATCH_SLOT_HEADER_BYTES, GWATCH_GLOBAL_HEADER_BYTES);
+    text_printf(t,
+        "\tmov.u64 \t%%gwatch_d3, %%globaltimer;\n"
+        "\tmov.u64 \t%%gwatch_d4, %%clock64;\n"
+        "\t@%%gwatch_on st.global.v2.u64 \t[%%gwatch_lim+%d], {%%gwatch_d3, %%gwatch_d4};\n"
+        "\tmov.u32 \t%%gwatch_r9, %u;\n"
+        "\t@%%gwatch_on st.global.v4.u32 \t[%%gwatch_lim+%d], {%%gwatch_r9, %%gwatch_r6, %%gwatch_r2, %%gwatch_r3};\n"
+        "\tmov.u32 \t%%gwatch_r10, %%smid;\n"
+        "\tcvt.u32.u64 \t%%gwatch_r11, %%gwatch_ptr;\n"
+        "\tmov.u32 \t%%gwatch_r0, 0;\n"
+        "\t@%%gwatch_on st.global.v4.u32 \t[%%gwatch_lim+%d], {%%gwatch_r4, %%gwatch_r10, %%gwatch_r11, %%gwatch_r0};\n",
+        GWATCH_SH_GT_ENTRY, GWATCH_WARP_MAGIC, GWATCH_SH_MAGIC, GWATCH_SH_BLOCK_Z);
+}
+
+static void emit_event(gw_text *t, int site, int scope_id, int is_end) {
+    unsigned tag = ((unsigned)scope_id << GWATCH_TAG_ID_SHIFT) | (is_end ? GWATCH_TAG_END_BIT : 0u);
+    text_printf(t,
+        "\t// gwatch site %d: scope_%s %d\n"
+        "\tmov.u32 \t%%gwatch_clk, %%clock;\n"
+        "\tmov.u32 \t%%gwatch_tag, %u;\n"
+        "\tsetp.lt.u64 \t%%gwatch_ok, %%gwatch_ptr, %%gwatch_lim;\n"
+        "\t@%%gwatch_ok st.global.v2.u32 \t[%%gwatch_ptr], {%%gwatch_clk, %%gwatch_tag};\n"
+        "\tadd.u64 \t%%gwatch_ptr, %%gwatch_ptr, %d;\n",
+        site, is_end ? "end" : "start", scope_id, tag, GWATCH_EVENT_BYTES);
+}
+
+static void emit_epilogue(gw_text *t) {
+    text_printf(t,
+        EXIT_LABEL ":\n"
+        "\tsetp.ne.u64 \t%%gwatch_ok, %%gwatch_lim, 0;\n"
+        "\tmov.u64 \t%%gwatch_d3, %%globaltimer;\n"
+        "\tmov.u64 \t%%gwatch_d4, %%clock64;\n"
+        "\t@%%gwatch_ok st.global.v2.u64 \t[%%gwatch_lim+%d], {%%gwatch_d3, %%gwatch_d4};\n"
+        "\tcvt.u32.u64 \t%%gwatch_r11, %%gwatch_ptr;\n"
+        "\t@%%gwatch_ok st.global.u32 \t[%%gwatch_lim+%d], %%gwatch_r11;\n"
+        "\tret;\n",
+        GWATCH_SH_GT_EXIT, GWATCH_SH_END_LO);
+}
+
+/* ------------------------------------------------------------------ line analysis */
+
+typedef struct {
+    const char *start;
+    size_t length; /* without the line break */
+} line_t;
+
+static int is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v'; }
+static int is_ident(char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '$' || c == '%' || c == '.';
+}
+
+static const char *find_word(const char *s, size_t n, const char *word) {
+    size_t w = strlen(word);
+    for (size_t i = 0; i + w <= n; i++)
+        if (memcmp(s + i, word, w) == 0) return s + i;
+    return NULL;
+}
+
+/* The code part of a line: up to a "//" comment; block comments and strings are
+ * tracked across the scan so braces inside them are not counted. */
+typedef struct {
+    int in_block_comment; /* carried from line to line */
+} scan_state;
+
+typedef struct {
+    size_t code_end;      /* offset where a // comment starts (or the line's length) */
+    int opens, closes;    /* braces in code */
+    long first_open;      /* offset of the first '{' in code, -1 if none */
+    long close_to_zero;   /* offset of the '}' that brings depth back to 0, -1 if none */
+    long param_close;     /* offset of the ')' closing a paren level that drops to 0, -1 if none */
+    int parens;           /* net parentheses */
+    int semicolon;        /* a ';' outside parentheses */
+} line_info;
+
+static void scan_line(const line_t *ln, scan_state *st, int depth_before, int paren_before, line_info *info) {
+    const char *s = ln->start;
+    size_t n = ln->length;
+    int depth = depth_before, paren = paren_before, in_string = 0;
+    memset(info, 0, sizeof *info);
+    info->code_end = n;
+    info->first_open = info->close_to_zero = info->param_close = -1;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (st->in_block_comment) {
+            if (c == '*' && i + 1 < n && s[i + 1] == '/') {
+                st->in_block_comment = 0;
+                i++;
+            }
+            continue;
+        }
+        if (in_string) {
+            if (c == '\\') i++;
+            else if (c == '"') in_string = 0;
+            continue;
+        }
+        if (c == '"') in_string = 1;
+        else if (c == '/' && i + 1 < n && s[i + 1] == '/') {
+            info->code_end = i;
+            break;
+        } else if (c == '/' && i + 1 < n && s[i + 1] == '*') {
+            st->in_block_comment = 1;
+            i++;
+        } else if (c == '{') {
+            if (info->first_open < 0) info->first_open = (long)i;
+            info->opens++;
+            depth++;
+        } else if (c == '}') {
+            info->closes++;
+            depth--;
+            if (depth == 0 && info->close_to_zero < 0) info->close_to_zero = (long)i;
+        } else if (c == '(') {
+            paren++;
+        } else if (c == ')') {
+            paren--;
+            if (paren == 0 && info->param_close < 0) info->param_close = (long)i;
+        } else if (c == ';' && paren == 0) {
+            info->semicolon = 1;
+        }
+    }
+    info->parens = paren - paren_before;
+}
+
+/* "// gwatch.scope_start 12" alone on a line: 1 and the id/kind; 0 if the line holds no
+ * sentinel word; -1 if it mentions one in any other form. */
+static int parse_sentinel(const line_t *ln, int *scope_id, int *is_end) {
+    const char *s = ln->start, *end = ln->start + ln->length;
+    if (!find_word(s, ln->length, SENTINEL_WORD)) return 0;
+    while (s < end && is_space(*s)) s++;
+    static const char start_word[] = "// " SENTINEL_WORD "start", end_word[] = "// " SENTINEL_WORD "end";
+    if ((size_t)(end - s) > sizeof start_word - 1 && memcmp(s, start_word, sizeof start_word - 1) == 0) {
+        *is_end = 0;
+        s += sizeof start_word - 1;
+    } else if ((size_t)(end - s) > sizeof end_word - 1 && memcmp(s, end_word, sizeof end_word - 1) == 0) {
+        *is_end = 1;
+        s += sizeof end_word - 1;
+    } else {
+        return -1;
+    }
+    if (s >= end || !is_space(*s)) return -1;
+    while (s < end && is_space(*s)) s++;
+    long value = 0;
+    int digits = 0;
+    while (s < end && *s >= '0' && *s <= '9' && digits < 9) {
+        value = value * 10 + (*s - '0');
+        s++;
+        digits++;
+    }
+    while (s < end && is_space(*s)) s++;
+    if (!digits || s != end || value > GWATCH_MAX_SCOPE_ID) return -1;
+    *scope_id = (int)value;
+    return 1;
+}
+
+/* A ret or exit instruction, with an optional label and guard predicate:
+ * "[label:] [@[!]%p] ret[.uni];". On success *prefix_end is where the opcode starts
+ * and *uniform tells whether it carried .uni. */
+static int parse_exit(const char *s, size_t code_end, size_t *prefix_end, int *uniform) {
+    size_t i = 0;
+    while (i < code_end && is_space(s[i])) i++;
+    size_t j = i;
+    while (j < code_end && is_ident(s[j]) && s[j] != '%') j++;
+    if (j > i && j < code_end && s[j] == ':') {
+        i = j + 1;
+        while (i < code_end && is_space(s[i])) i++;
+    }
+    if (i < code_end && s[i] == '@') {
+        i++;
+        if (i < code_end && s[i] == '!') i++;
+        size_t k = i;
+        while (i < code_end && is_ident(s[i])) i++;
+        if (i == k) return 0;
+        while (i < code_end && is_space(s[i])) i++;
+    }
+    size_t op = i;
+    *uniform = 0;
+    if (code_end - i >= 3 && memcmp(s + i, "ret", 3) == 0) {
+        i += 3;
+        if (code_end - i >= 4 && memcmp(s + i, ".uni", 4) == 0) {
+            *uniform = 1;
+            i += 4;
+        }
+    } else if (code_end - i >= 4 && memcmp(s + i, "exit", 4) == 0) {
+        i += 4;
+    } else {
+        return 0;
+    }
+    while (i < code_end && is_space(s[i])) i++;
+    if (i >= code_end || s[i] != ';') return 0;
+    i++;
+    while (i < code_end && is_space(s[i])) i++;
+    if (i != code_end) return 0;
+    *prefix_end = op;
+    return 1;
+}
+
+/* At module level: does this line open a function header? 1 = .entry, 2 = .func. */
+static int function_kind(const line_t *ln, size_t code_end, size_t *name_offset, size_t *name_length) {
+    const char *s = ln->start;
+    size_t i = 0;
+    for (;;) {
+        while (i < code_end && is_space(s[i])) i++;
+        size_t b = i;
+        while (i < code_end && !is_space(s[i]) && s[i] != '(') i++;
+        size_t w = i - b;
+        if (w == 0 || s[b] != '.') return 0;
+        int kind = 0;
+        if (w == 6 && memcmp(s + b, ".entry", 6) == 0) kind = 1;
+        else if (w == 5 && memcmp(s + b, ".func", 5) == 0) kind = 2;
+        if (kind) {
+            while (i < code_end && is_space(s[i])) i++;
+            size_t n0 = i;
+            while (i < code_end && is_ident(s[i])) i++;
+            *name_offset = n0;
+            *name_length = i - n0;
+            return kind;
+        }
+        if (!((w == 8 && memcmp(s + b, ".visible", 8) == 0) || (w == 5 && memcmp(s + b, ".weak", 5) == 0) ||
+              (w == 7 && memcmp(s + b, ".extern", 7) == 0)))
+            return 0;
+    }
+}
+
+static size_t count_word(const char *s, size_t n, const char *word) {
+    size_t count = 0, w = strlen(word);
+    for (size_t i = 0; i + w <= n; i++)
+        if (memcmp(s + i, word, w) == 0 && (i + w == n || !is_ident(s[i + w]))) count++;
+    return count;
+}
+
+/* ------------------------------------------------------------------ bookkeeping */
+
+static int fail(gw_result *r, int line, const char *fmt, ...) {
+    int n = snprintf(r->error, sizeof r->error, "PTX line %d: ", line);
+    va_list ap;
+    va_start(ap, fmt);
+    if (n >= 0 && (size_t)n < sizeof r->error) vsnprintf(r->error + n, sizeof r->error - (size_t)n, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+static int add_site(gw_result *r, gw_site site) {
+    if (r->num_sites == r->sites_capacity) {
+        size_t cap = r->sites_capacity ? r->sites_capacity * 2 : 64;
+        gw_site *grown = realloc(r->sites, cap * sizeof *grown);
+        if (!grown) return -1;
+        r->sites = grown;
+        r->sites_capacity = cap;
+    }
+    r->sites[r->num_sites++] = site;
+    return 0;
+}
+
+static int add_entry(gw_result *r, gw_entry entry) {
+    if (r->num_entries == r->entries_capacity) {
+        size_t cap = r->entries_capacity ? r->entries_capacity * 2 : 8;
+        gw_entry *grown = realloc(r->entries, cap * sizeof *grown);
+        if (!grown) return -1;
+        r->entries = grown;
+        r->entries_capacity = cap;
+    }
+    r->entries[r->num_entries++] = entry;
+    return 0;
+}
+
+void gw_result_free(gw_result *r) {
+    free(r->out.data);
+    free(r->sites);
+    free(r->entries);
+    memset(r, 0, sizeof *r);
+}
+
+/* ------------------------------------------------------------------ the pass */
+
+enum { AT_MODULE, IN_HEADER, IN_BODY };
+
+int gw_rewrite(const char *ptx, size_t length, gw_result *r) {
+    memset(r, 0, sizeof *r);
+    if (!find_word(ptx, length, SENTINEL_WORD)) return 0; /* nothing to do: the module stays as it is */
+    gw_text *out = &r->out;
+    scan_state scan = {0};
+    int state = AT_MODULE, depth = 0, paren = 0, is_entry = 0, params_done = 0;
+    int line_no = 0;
+    long entry = -1;
+    const char *header_start = NULL;
+
+    const char *p = ptx, *end = ptx + length;
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        line_t ln = {p, (size_t)((nl ? nl : end) - p)};
+        const char *next = nl ? nl + 1 : end;
+        size_t full = (size_t)(next - p); /* with its line break */
+        line_no++;
+        p = next;
+
+        int was_in_comment = scan.in_block_comment;
+        line_info info;
+        scan_line(&ln, &scan, depth, paren, &info);
+
+        int scope_id = 0, is_end = 0;
+        int sentinel = was_in_comment ? 0 : parse_sentinel(&ln, &scope_id, &is_end);
+        if (sentinel < 0)
+            return fail(r, line_no, "malformed gwatch sentinel (expected '// gwatch.scope_start ID' or "
+                                    "'// gwatch.scope_end ID' with 0 <= ID <= %d)", GWATCH_MAX_SCOPE_ID);
+
+        if (state == AT_MODULE) {
+            size_t name_offset = 0, name_length = 0;
+            int kind = depth == 0 && !was_in_comment ? function_kind(&ln, info.code_end, &name_offset, &name_length) : 0;
+            if (sentinel) return fail(r, line_no, "gwatch sentinel outside any function");
+            if (!kind) {
+                depth += info.opens - info.closes;
+                text_append(out, ln.start, full);
+                continue;
+            }
+            state = IN_HEADER;
+            is_entry = kind == 1;
+            params_done = !is_entry;
+            paren = 0;
+            header_start = ln.start;
+            if (is_entry) {
+                gw_entry e = {(size_t)(ln.start + name_offset - ptx), name_length, line_no, 0, 0, 0};
+                if (add_entry(r, e)) return fail(r, line_no, "out of memory");
+                entry = (long)r->num_entries - 1;
+            }
+            /* fall through: the header line may also hold the parameters and the brace */
+        }
+
+        if (state == IN_HEADER) {
+            if (sentinel) return fail(r, line_no, "gwatch sentinel inside a function header");
+            size_t copied = 0;
+            if (is_entry && !params_done && info.param_close >= 0 && paren + info.parens <= 0) {
+                /* The entry's parameter list closes on this line: append the buffer parameter. */
+                gw_entry *e = &r->entries[entry];
+                e->num_params = (int)count_word(header_start, (size_t)(ln.start + info.param_close - header_start), ".param");
+                text_append(out, ln.start, (size_t)info.param_close);
+                text_printf(out, "%s\n\t.param .u64 %s\n", e->num_params ? "," : "", GWATCH_BUFFER_PARAM);
+                copied = (size_t)info.param_close;
+                params_done = 1;
+            }
+            paren += info.parens;
+            if (info.opens == 0) {
+                if (info.semicolon && paren == 0) state = AT_MODULE; /* a declaration without a body */
+                text_append(out, ln.start + copied, full - copied);
+                continue;
+            }
+            if (is_entry && !params_done) return fail(r, line_no, "entry body opens before its parameter list closes");
+            /* The body opens on this line. */
+            const char *after = ln.start + info.first_open + 1;
+            for (const char *c = after; c < ln.start + info.code_end; c++)
+                if (!is_space(*c)) return fail(r, line_no, "code after a function's opening brace is not supported");
+            depth += info.opens - info.closes;
+            state = IN_BODY;
+            text_append(out, ln.start + copied, full - copied);
+            if (!nl) text_append(out, "\n", 1);
+            if (is_entry) emit_prologue(out);
+            continue;
+        }
+
+        /* IN_BODY */
+        if (sentinel) {
+            if (!is_entry) {
+                return fail(r, line_no, "scope markers inside a non-inlined device function (.func) are not "
+                                        "supported; mark the calling kernel instead");
+            }
+            gw_site site = {(int)entry, scope_id, is_end, line_no};
+            if (add_site(r, site)) return fail(r, line_no, "out of memory");
+            r->entries[entry].num_sites++;
+            emit_event(out, (int)r->num_sites - 1, scope_id, is_end);
+            continue;
+        }
+        size_t prefix_end = 0;
+        int uniform = 0;
+        if (is_entry && !was_in_comment && info.opens == 0 && info.closes == 0 &&
+            parse_exit(ln.start, info.code_end, &prefix_end, &uniform)) {
+            r->entries[entry].num_exits++;
+            text_append(out, ln.start, prefix_end);
+            text_printf(out, "bra%s \t" EXIT_LABEL ";\n", uniform ? ".uni" : "");
+            continue;
+        }
+        if (info.close_to_zero >= 0) {
+            for (const char *c = ln.start; c < ln.start + info.close_to_zero; c++)
+                if (!is_space(*c)) return fail(r, line_no, "code before a function's closing brace is not supported");
+            if (is_entry) emit_epilogue(out);
+            state = AT_MODULE;
+            entry = -1;
+        }
+        depth += info.opens - info.closes;
+        if (depth < 0) return fail(r, line_no, "unbalanced braces");
+        text_append(out, ln.start, full);
+    }
+    if (state != AT_MODULE) return fail(r, line_no, "module ends inside a function");
+    if (out->failed) return fail(r, line_no, "out of memory");
+    r->changed = 1;
+    return 0;
+}

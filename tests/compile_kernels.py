@@ -1,0 +1,22 @@
+"""Compile Triton kernels to PTX for sm_90 on a machine without a GPU."""
+import functools
+
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+
+TARGET = GPUTarget("cuda", 90, 32)
+
+
+@functools.lru_cache(maxsize=None)
+def _compile(fn, signature: tuple, constexprs: tuple, num_warps: int, num_stages: int):
+    src = ASTSource(fn=fn, signature=dict(signature), constexprs=dict(constexprs))
+    return triton.compile(src, target=TARGET, options={"num_warps": num_warps, "num_stages": num_stages})
+
+
+def compile_ptx(fn, signature: dict, constexprs: dict | None = None, num_warps: int = 4, num_stages: int = 3) -> str:
+    """The PTX Triton makes for `fn` on sm_90 (constexprs are also named in the signature)."""
+    constexprs = constexprs or {}
+    signature = dict(signature, **{name: "constexpr" for name in constexprs})
+    kernel = _compile(fn, tuple(signature.items()), tuple(constexprs.items()), num_warps, num_stages)
+    return kernel.asm["ptx"]

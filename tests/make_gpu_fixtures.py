@@ -1,0 +1,48 @@
+"""Trace the example kernels on a GPU and write archives for the CPU tests.
+
+    python tests/make_gpu_fixtures.py OUT_DIR
+"""
+import os
+import sys
+import warnings
+
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "examples"))
+
+import attention  # noqa: E402
+import matmul  # noqa: E402
+from gwatch_nb import GwatchWarning, do_trace  # noqa: E402
+
+
+def main(out_dir: str) -> None:
+    os.makedirs(out_dir, exist_ok=True)
+    torch.manual_seed(0)
+    a = torch.randn(1024, 1024, device="cuda", dtype=torch.float16)
+    b = torch.randn(1024, 1024, device="cuda", dtype=torch.float16)
+    q, k, v = (torch.randn(1, 4, 1024, 64, device="cuda", dtype=torch.float16) for _ in range(3))
+    qc, kc, vc = (torch.randn(1, 2, 1024, 128, device="cuda", dtype=torch.float16) for _ in range(3))
+    ql, kl, vl = (torch.randn(2, 4, 4096, 64, device="cuda", dtype=torch.float16) for _ in range(3))
+    runs = {
+        "matmul_h200.json": (lambda: matmul.matmul(a, b), r"matmul_kernel", matmul.SCOPES, {}),
+        "attention_h200.json": (lambda: attention.attention(q, k, v), r"attn_fwd", attention.SCOPES, {}),
+        "attention_causal_h200.json": (lambda: attention.attention(qc, kc, vc, causal=True), r"attn_fwd",
+                                       attention.SCOPES, {}),
+        "attention_4k_h200.json": (lambda: attention.attention(ql, kl, vl), r"attn_fwd", attention.SCOPES, {}),
+        "matmul_overflow_h200.json": (lambda: matmul.matmul(a, b), r"matmul_kernel", matmul.SCOPES,
+                                      {"capacity": 16}),
+    }
+    for name, (fn, pattern, scopes, options) in runs.items():
+        fn()  # compile and load before the trace, as a notebook user would have
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", GwatchWarning)
+            trace = do_trace(fn, pattern, scope_name_map=scopes, **options)
+        path = os.path.join(out_dir, name)
+        trace.save(path)
+        print(f"{name}: {len(trace.df)} instances, {trace.events_recorded} events, "
+              f"{trace.events_dropped} dropped, {os.path.getsize(path) / 1e6:.2f} MB")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
