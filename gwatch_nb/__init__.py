@@ -11,3 +11,9 @@ __all__ = [
     "do_trace", "load", "Trace", "TraceWarning", "GwatchError", "GwatchWarning", "NoGPUError",
     "CuptiUnavailableError", "CuptiBusyError", "NoMatchingKernelError", "TraceFailedError", "ArchiveError",
 ]
+
+
+def load_ipython_extension(ipython) -> None:
+    """``%load_ext gwatch_nb`` registers the ``%%gwatch`` cell magic."""
+    from .magic import GwatchMagics
+    ipython.register_magics(GwatchMagics)

@@ -74,6 +74,23 @@ def do_trace(fn: Callable[[], object], kernel_name_pattern: str, dsl: str = "tri
 
     Raises NoMatchingKernelError (listing what did launch) when nothing matched, and
     TraceFailedError when matching launches could not be traced."""
+    session = start(kernel_name_pattern, dsl, instrumentation_tier, capacity, launches)
+    try:
+        fn()
+    finally:
+        session.stop()
+    if getattr(session, "interrupted", False):
+        raise KeyboardInterrupt
+    trace = finish(session, scope_name_map)
+    for message in trace.meta["problems"] + [str(w) for w in trace.warnings]:
+        warnings.warn(message, GwatchWarning, stacklevel=2)
+    return trace
+
+
+def start(kernel_name_pattern: str, dsl: str = "triton", instrumentation_tier: str = "ptx",
+          capacity: int | None = None, launches="all", on_instrument=None):
+    """Begin tracing (the first half of do_trace); raises before anything runs if tracing
+    cannot work. ``on_instrument(kernel_name)`` is told before a kernel is instrumented."""
     _check_choices(dsl, instrumentation_tier)
     pattern = compile_pattern(kernel_name_pattern)
     max_launches = parse_launches(launches)
@@ -82,29 +99,27 @@ def do_trace(fn: Callable[[], object], kernel_name_pattern: str, dsl: str = "tri
         session = InterpreterRecorder(pattern, max_launches)
     else:
         from .cuda.session import TraceSession
-        session = TraceSession(pattern, capacity, max_launches)
-    session.start()  # fails here, before fn runs, if tracing cannot work
-    try:
-        fn()
-    finally:
-        session.stop()
-    if getattr(session, "interrupted", False):
-        raise KeyboardInterrupt
-    return _finish(session, pattern, scope_name_map, instrumentation_tier)
+        session = TraceSession(pattern, capacity, max_launches, on_instrument=on_instrument)
+    session.tier = instrumentation_tier
+    session.start()
+    return session
 
 
-def _finish(session, pattern: re.Pattern, scope_name_map, tier: str) -> Trace:
+def finish(session, scope_name_map: Mapping[int, str] | None = None) -> Trace:
+    """The Trace of a stopped session (the second half of do_trace).
+
+    Raises NoMatchingKernelError (listing what did launch) when nothing matched, and
+    TraceFailedError when matching launches could not be traced."""
     problems = list(getattr(session, "problems", {}).values())
     records = session.records()
     if not records:
         if problems:
             raise TraceFailedError("; ".join(problems))
-        raise NoMatchingKernelError(f"no launched kernel matched {pattern.pattern!r}; "
-                                    f"{_describe_launched(session.launched)}")
-    trace = Trace(records, scope_name_map, _meta(tier, pattern))
+        hint = ""
+        if session.tier == "interpreter" and not session.launched:
+            hint = " (on the interpreter tier, set TRITON_INTERPRET=1 before the kernels are defined)"
+        raise NoMatchingKernelError(f"no launched kernel matched {session.pattern.pattern!r}; "
+                                    f"{_describe_launched(session.launched)}{hint}")
+    trace = Trace(records, scope_name_map, _meta(session.tier, session.pattern))
     trace.meta["problems"] = problems
-    for problem in problems:
-        warnings.warn(problem, GwatchWarning, stacklevel=3)
-    for warning in trace.warnings:
-        warnings.warn(str(warning), GwatchWarning, stacklevel=3)
     return trace

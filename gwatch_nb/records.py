@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .layout import EVENT_DTYPE, SLOT_HEADER_DTYPE, TAG_END_BIT, TAG_ID_SHIFT, WARP_MAGIC
+from .layout import SLOT_HEADER_DTYPE, TAG_END_BIT, TAG_ID_SHIFT, WARP_MAGIC
 
 #: One warp of one launch, in host form (from the device header, or made by the interpreter tier).
 WARP_DTYPE = np.dtype([
@@ -53,10 +53,9 @@ def _slot_headers(headers: np.ndarray) -> np.ndarray:
 
 
 def _attempted(hdr: np.ndarray) -> np.ndarray:
-    # The event pointer's low 32 bits advanced 8 bytes per event, recorded or not.
-    attempted = ((hdr["end_lo"] - hdr["start_lo"]).astype(np.uint32) // EVENT_DTYPE.itemsize).astype(np.int64)
-    valid = (hdr["magic"] == WARP_MAGIC) & (hdr["gt_exit"] != 0)  # only warps that reached their epilogue
-    return np.where(valid, attempted, 0)
+    # The count is written by the epilogue: only warps that reached it have one.
+    valid = (hdr["magic"] == WARP_MAGIC) & (hdr["gt_exit"] != 0)
+    return np.where(valid, hdr["events"].astype(np.int64), 0)
 
 
 def attempted_events(headers: np.ndarray) -> np.ndarray:

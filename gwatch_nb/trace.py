@@ -258,12 +258,33 @@ class Trace:
         from .archive import save
         save(self, path)
 
+    def to_perfetto(self, path, group_by: str = "sm") -> None:
+        """Write a Perfetto / Chrome trace (ui.perfetto.dev): processes are SMs (or blocks with
+        ``group_by="block"``), threads are warps, one event per scope instance."""
+        from .perfetto import export
+        export(self, path, group_by)
+
     def __repr__(self) -> str:
         kernels = sorted({l.records.kernel for l in self._launches})
         instances = sum(len(l.intervals.scope_id) for l in self._launches)
         dropped = f", {self.events_dropped} events dropped" if self.events_dropped else ""
         return (f"<Trace {self.meta['tier']}: {len(self._launches)} launch(es) of {', '.join(kernels) or 'nothing'}, "
                 f"{instances} scope instances{dropped}, {len(self.warnings)} warning kind(s)>")
+
+    def widget(self, **kw):
+        """The interactive timeline (a Jupyter widget); keywords go to ``TimelineWidget``."""
+        from .widget import TimelineWidget
+        return TimelineWidget(self, **kw)
+
+    def charts(self):
+        """The summary charts (altair), one above the other."""
+        from .charts import dashboard
+        return dashboard(self)
+
+    def to_html(self, path, title=None) -> None:
+        """Write a self-contained HTML report of this trace (works offline)."""
+        from .html import write_trace_html
+        write_trace_html(self, path, title)
 
 
 _INTERVAL_COLUMNS = ("launch", "block_x", "block_y", "block_z", "warp", "sm", "scope_id", "start_ns", "end_ns",

@@ -7,18 +7,21 @@
 
 #define GWATCH_FORMAT_VERSION 1
 
-/* Global header at the start of each launch's buffer, written by the host. */
+/* Global header at the start of each launch's buffer, written by the host so a buffer
+ * describes itself; the collector checks it is intact after the launch. */
 #define GWATCH_GLOBAL_HEADER_BYTES 64
 #define GWATCH_BUFFER_MAGIC 0x54574747u /* "GGWT" little-endian */
 #define GWATCH_GH_MAGIC 0               /* u32 */
 #define GWATCH_GH_VERSION 4             /* u32 */
 #define GWATCH_GH_CAPACITY 8            /* u32: events per warp slot (even) */
 #define GWATCH_GH_SLOT_BYTES 12         /* u32: capacity * EVENT_BYTES + SLOT_HEADER_BYTES */
-#define GWATCH_GH_NUM_SLOTS 16          /* u64: warps the launch can have */
+#define GWATCH_GH_NUM_SLOTS 16          /* u64: warps the launch has */
 
-/* One slot per warp, at GLOBAL_HEADER_BYTES + slot_index * slot_bytes:
- * capacity events first, then the warp's header (so the running event pointer's
- * limit is also the header's address). slot_index = block_linear * warps_per_block + warp. */
+/* One slot per warp, at GLOBAL_HEADER_BYTES + slot_index * slot_bytes: capacity events
+ * first, then the warp's header. slot_index = block_linear * warps_per_block + warp, which
+ * the host sizes the buffer for from the same launch's grid and block, so every warp's
+ * slot lies inside the buffer by construction; events past the capacity are counted,
+ * never written. */
 #define GWATCH_SLOT_HEADER_BYTES 64
 #define GWATCH_WARP_MAGIC 0x57574747u /* "GGWW": the warp wrote its header */
 #define GWATCH_SH_GT_ENTRY 0          /* u64 %globaltimer at entry (ns) */
@@ -31,8 +34,8 @@
 #define GWATCH_SH_BLOCK_Y 44          /* u32 %ctaid.y */
 #define GWATCH_SH_BLOCK_Z 48          /* u32 %ctaid.z */
 #define GWATCH_SH_SM 52               /* u32 %smid */
-#define GWATCH_SH_START_LO 56         /* u32 low bits of the first event's address */
-#define GWATCH_SH_END_LO 60           /* u32 low bits of the event pointer at exit */
+#define GWATCH_SH_EVENTS 56           /* u32 events the warp tried to record (kept or dropped) */
+#define GWATCH_SH_RESERVED 60         /* u32 zero */
 
 /* Events: 8 bytes, written by lane 0 only while the slot has room. */
 #define GWATCH_EVENT_BYTES 8
@@ -42,7 +45,8 @@
 #define GWATCH_TAG_ID_SHIFT 1
 #define GWATCH_MAX_SCOPE_ID 32767
 
-/* The parameter the rewriter appends to every entry of an instrumented module. */
-#define GWATCH_BUFFER_PARAM "__gwatch_trace_buffer"
+/* The parameters the rewriter appends to every entry of an instrumented module. */
+#define GWATCH_BUFFER_PARAM "__gwatch_trace_buffer"     /* .u64: the launch's buffer */
+#define GWATCH_CAPACITY_PARAM "__gwatch_trace_capacity" /* .u32: events per warp slot */
 
 #endif

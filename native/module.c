@@ -104,8 +104,8 @@ static PyObject *format_constants(void) {
     ADD(SH_BLOCK_Y)
     ADD(SH_BLOCK_Z)
     ADD(SH_SM)
-    ADD(SH_START_LO)
-    ADD(SH_END_LO)
+    ADD(SH_EVENTS)
+    ADD(SH_RESERVED)
     ADD(EVENT_BYTES)
     ADD(EV_CLOCK)
     ADD(EV_TAG)
@@ -113,13 +113,16 @@ static PyObject *format_constants(void) {
     ADD(TAG_ID_SHIFT)
     ADD(MAX_SCOPE_ID)
 #undef ADD
-    PyObject *param = PyUnicode_FromString(GWATCH_BUFFER_PARAM);
-    if (!param || PyDict_SetItemString(d, "BUFFER_PARAM", param)) {
-        Py_XDECREF(param);
-        Py_DECREF(d);
-        return NULL;
+    const char *names[][2] = {{"BUFFER_PARAM", GWATCH_BUFFER_PARAM}, {"CAPACITY_PARAM", GWATCH_CAPACITY_PARAM}};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        PyObject *text = PyUnicode_FromString(names[i][1]);
+        if (!text || PyDict_SetItemString(d, names[i][0], text)) {
+            Py_XDECREF(text);
+            Py_DECREF(d);
+            return NULL;
+        }
+        Py_DECREF(text);
     }
-    Py_DECREF(param);
     return d;
 }
 

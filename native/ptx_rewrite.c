@@ -3,7 +3,9 @@
  * Input: the PTX of one module, as Triton (LLVM's NVPTX back end) writes it, holding
  * sentinel comments "// gwatch.scope_start ID" / "// gwatch.scope_end ID" left by the
  * markers. Output, when the module holds at least one sentinel: every .entry gains
- *   - one parameter, the trace buffer's address (appended after its own parameters),
+ *   - two parameters, the trace buffer's address and the per-warp capacity (appended
+ *     after its own parameters; launches pass them, so concurrent launches never share
+ *     a buffer),
  *   - a prologue that finds the warp's slot and writes its header (lane 0 only),
  *   - one event record in place of each sentinel,
  *   - an epilogue that every ret/exit now branches to, writing the exit anchors.
@@ -61,7 +63,11 @@ static void text_printf(gw_text *t, const char *fmt, ...) {
 
 /* ------------------------------------------------------------------ emitted PTX */
 
-/* Registers the instrumentation owns; the %gwatch_ prefix keeps them apart from LLVM's. */
+/* Registers the instrumentation owns; the %gwatch_ prefix keeps them apart from LLVM's.
+ * Live across the kernel: the next event's address (ptr), the events attempted so far
+ * (n), the slot's capacity (cap) and whether this lane records (on: lane 0 with a
+ * buffer). n and cap are the same in every lane, so ptxas can keep them on the uniform
+ * datapath; the lane test stays a predicate of its own for the same reason. */
 static void emit_prologue(gw_text *t) {
     text_printf(t,
         "\t// gwatch: find this warp's trace slot; lane 0 records (docs/FORMAT.md)\n"
@@ -70,19 +76,17 @@ static void emit_prologue(gw_text *t) {
         "\t.reg .b32 \t%%gwatch_r<12>;\n"
         "\t.reg .b64 \t%%gwatch_d<8>;\n"
         "\t.reg .b64 \t%%gwatch_ptr;\n"
-        "\t.reg .b64 \t%%gwatch_lim;\n"
+        "\t.reg .b64 \t%%gwatch_at;\n"
+        "\t.reg .b32 \t%%gwatch_n;\n"
+        "\t.reg .b32 \t%%gwatch_cap;\n"
         "\t.reg .b32 \t%%gwatch_clk;\n"
         "\t.reg .b32 \t%%gwatch_tag;\n"
-        "\tld.param.u64 \t%%gwatch_d0, [%s];\n", GWATCH_BUFFER_PARAM);
-    text_printf(t,
+        "\tld.param.u64 \t%%gwatch_d0, [%s];\n"
+        "\tld.param.u32 \t%%gwatch_r1, [%s];\n"
         "\tmov.u32 \t%%gwatch_r0, %%laneid;\n"
         "\tsetp.eq.u32 \t%%gwatch_on, %%gwatch_r0, 0;\n"
-        "\tsetp.ne.and.u64 \t%%gwatch_on, %%gwatch_d0, 0, %%gwatch_on;\n"
-        "\tmov.u32 \t%%gwatch_r1, 0;\n"
-        "\tmov.u64 \t%%gwatch_d1, 0;\n"
-        "\t@%%gwatch_on ld.global.u32 \t%%gwatch_r1, [%%gwatch_d0+%d];\n"
-        "\t@%%gwatch_on ld.global.u64 \t%%gwatch_d1, [%%gwatch_d0+%d];\n",
-        GWATCH_GH_CAPACITY, GWATCH_GH_NUM_SLOTS);
+        "\tsetp.ne.and.u64 \t%%gwatch_on, %%gwatch_d0, 0, %%gwatch_on;\n",
+        GWATCH_BUFFER_PARAM, GWATCH_CAPACITY_PARAM);
     /* Linear block index, then slot = block * warps_per_block + warp (64-bit). */
     text_puts(t,
         "\tmov.u32 \t%gwatch_r2, %ctaid.x;\n"
@@ -112,55 +116,54 @@ static void emit_prologue(gw_text *t) {
         "\tshr.u32 \t%gwatch_r7, %gwatch_r7, 5;\n"
         "\tcvt.u64.u32 \t%gwatch_d3, %gwatch_r7;\n"
         "\tcvt.u64.u32 \t%gwatch_d4, %gwatch_r6;\n"
-        "\tmad.lo.u64 \t%gwatch_d2, %gwatch_d2, %gwatch_d3, %gwatch_d4;\n"
-        "\tsetp.lt.and.u64 \t%gwatch_on, %gwatch_d2, %gwatch_d1, %gwatch_on;\n");
-    /* Slot = events then header; ptr walks the events, lim is the header's address.
-     * A lane that does not record gets ptr = lim = 0, so its stores never happen. */
+        "\tmad.lo.u64 \t%gwatch_d2, %gwatch_d2, %gwatch_d3, %gwatch_d4;\n");
+    /* Slot = capacity events, then the header. */
     text_printf(t,
         "\tmul.wide.u32 \t%%gwatch_d5, %%gwatch_r1, %d;\n"
         "\tadd.u64 \t%%gwatch_d6, %%gwatch_d5, %d;\n"
         "\tmad.lo.u64 \t%%gwatch_d6, %%gwatch_d2, %%gwatch_d6, %%gwatch_d0;\n"
-        "\tadd.u64 \t%%gwatch_d6, %%gwatch_d6, %d;\n"
-        "\tadd.u64 \t%%gwatch_d7, %%gwatch_d6, %%gwatch_d5;\n"
-        "\tselp.u64 \t%%gwatch_ptr, %%gwatch_d6, 0, %%gwatch_on;\n"
-        "\tselp.u64 \t%%gwatch_lim, %%gwatch_d7, 0, %%gwatch_on;\n",
+        "\tadd.u64 \t%%gwatch_ptr, %%gwatch_d6, %d;\n"
+        "\tadd.u64 \t%%gwatch_d7, %%gwatch_ptr, %%gwatch_d5;\n"
+        "\tmov.u32 \t%%gwatch_cap, %%gwatch_r1;\n"
+        "\tmov.u32 \t%%gwatch_n, 0;\n",
         GWATCH_EVENT_BYTES, GWATCH_SLOT_HEADER_BYTES, GWATCH_GLOBAL_HEADER_BYTES);
     text_printf(t,
         "\tmov.u64 \t%%gwatch_d3, %%globaltimer;\n"
         "\tmov.u64 \t%%gwatch_d4, %%clock64;\n"
-        "\t@%%gwatch_on st.global.v2.u64 \t[%%gwatch_lim+%d], {%%gwatch_d3, %%gwatch_d4};\n"
+        "\t@%%gwatch_on st.global.v2.u64 \t[%%gwatch_d7+%d], {%%gwatch_d3, %%gwatch_d4};\n"
         "\tmov.u32 \t%%gwatch_r9, %u;\n"
-        "\t@%%gwatch_on st.global.v4.u32 \t[%%gwatch_lim+%d], {%%gwatch_r9, %%gwatch_r6, %%gwatch_r2, %%gwatch_r3};\n"
+        "\t@%%gwatch_on st.global.v4.u32 \t[%%gwatch_d7+%d], {%%gwatch_r9, %%gwatch_r6, %%gwatch_r2, %%gwatch_r3};\n"
         "\tmov.u32 \t%%gwatch_r10, %%smid;\n"
-        "\tcvt.u32.u64 \t%%gwatch_r11, %%gwatch_ptr;\n"
-        "\tmov.u32 \t%%gwatch_r0, 0;\n"
-        "\t@%%gwatch_on st.global.v4.u32 \t[%%gwatch_lim+%d], {%%gwatch_r4, %%gwatch_r10, %%gwatch_r11, %%gwatch_r0};\n",
+        "\t@%%gwatch_on st.global.v4.u32 \t[%%gwatch_d7+%d], {%%gwatch_r4, %%gwatch_r10, %%gwatch_n, %%gwatch_n};\n",
         GWATCH_SH_GT_ENTRY, GWATCH_WARP_MAGIC, GWATCH_SH_MAGIC, GWATCH_SH_BLOCK_Z);
 }
 
+/* One event: 32-bit clock and tag, stored by lane 0 while its slot has room. */
 static void emit_event(gw_text *t, int site, int scope_id, int is_end) {
     unsigned tag = ((unsigned)scope_id << GWATCH_TAG_ID_SHIFT) | (is_end ? GWATCH_TAG_END_BIT : 0u);
     text_printf(t,
         "\t// gwatch site %d: scope_%s %d\n"
         "\tmov.u32 \t%%gwatch_clk, %%clock;\n"
         "\tmov.u32 \t%%gwatch_tag, %u;\n"
-        "\tsetp.lt.u64 \t%%gwatch_ok, %%gwatch_ptr, %%gwatch_lim;\n"
+        "\tsetp.lt.and.u32 \t%%gwatch_ok, %%gwatch_n, %%gwatch_cap, %%gwatch_on;\n"
         "\t@%%gwatch_ok st.global.v2.u32 \t[%%gwatch_ptr], {%%gwatch_clk, %%gwatch_tag};\n"
+        "\tadd.u32 \t%%gwatch_n, %%gwatch_n, 1;\n"
         "\tadd.u64 \t%%gwatch_ptr, %%gwatch_ptr, %d;\n",
         site, is_end ? "end" : "start", scope_id, tag, GWATCH_EVENT_BYTES);
 }
 
+/* The header sits cap - n events past the pointer (a negative step once events overflowed). */
 static void emit_epilogue(gw_text *t) {
     text_printf(t,
         EXIT_LABEL ":\n"
-        "\tsetp.ne.u64 \t%%gwatch_ok, %%gwatch_lim, 0;\n"
+        "\tsub.s32 \t%%gwatch_r0, %%gwatch_cap, %%gwatch_n;\n"
+        "\tmad.wide.s32 \t%%gwatch_at, %%gwatch_r0, %d, %%gwatch_ptr;\n"
         "\tmov.u64 \t%%gwatch_d3, %%globaltimer;\n"
         "\tmov.u64 \t%%gwatch_d4, %%clock64;\n"
-        "\t@%%gwatch_ok st.global.v2.u64 \t[%%gwatch_lim+%d], {%%gwatch_d3, %%gwatch_d4};\n"
-        "\tcvt.u32.u64 \t%%gwatch_r11, %%gwatch_ptr;\n"
-        "\t@%%gwatch_ok st.global.u32 \t[%%gwatch_lim+%d], %%gwatch_r11;\n"
+        "\t@%%gwatch_on st.global.v2.u64 \t[%%gwatch_at+%d], {%%gwatch_d3, %%gwatch_d4};\n"
+        "\t@%%gwatch_on st.global.u32 \t[%%gwatch_at+%d], %%gwatch_n;\n"
         "\tret;\n",
-        GWATCH_SH_GT_EXIT, GWATCH_SH_END_LO);
+        GWATCH_EVENT_BYTES, GWATCH_SH_GT_EXIT, GWATCH_SH_EVENTS);
 }
 
 /* ------------------------------------------------------------------ line analysis */
@@ -459,7 +462,8 @@ int gw_rewrite(const char *ptx, size_t length, gw_result *r) {
                 gw_entry *e = &r->entries[entry];
                 e->num_params = (int)count_word(header_start, (size_t)(ln.start + info.param_close - header_start), ".param");
                 text_append(out, ln.start, (size_t)info.param_close);
-                text_printf(out, "%s\n\t.param .u64 %s\n", e->num_params ? "," : "", GWATCH_BUFFER_PARAM);
+                text_printf(out, "%s\n\t.param .u64 %s,\n\t.param .u32 %s\n", e->num_params ? "," : "",
+                            GWATCH_BUFFER_PARAM, GWATCH_CAPACITY_PARAM);
                 copied = (size_t)info.param_close;
                 params_done = 1;
             }

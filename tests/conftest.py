@@ -10,6 +10,10 @@ os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
 
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures")
 
+# tests/interpreter needs a process that set TRITON_INTERPRET=1 before importing triton;
+# tests/test_interpreter_tier.py starts one.
+collect_ignore = [] if os.environ.get("TRITON_INTERPRET") == "1" else ["interpreter"]
+
 
 def _gpu_available() -> bool:
     try:

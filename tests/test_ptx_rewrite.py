@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from compile_kernels import compile_ptx
 from corpus import CASES
 from gwatch_nb import ptx
-from gwatch_nb.layout import BUFFER_PARAM
+from gwatch_nb.layout import BUFFER_PARAM, CAPACITY_PARAM
 
 EXIT_LINES = re.compile(r"^\s*(\$?[\w$]+:\s*)?(@!?%\w+\s+)?(ret|exit)(\.uni)?\s*;", re.M)
 
@@ -33,7 +33,7 @@ def test_corpus_kernel_instruments_and_assembles(case):
     assert {s.scope_id for s in result.sites} == case.scope_ids
     (entry,) = result.entries
     assert entry.num_sites == len(result.sites)
-    assert f".param .u64 {BUFFER_PARAM}" in result.ptx
+    assert f".param .u64 {BUFFER_PARAM},\n\t.param .u32 {CAPACITY_PARAM}\n)" in result.ptx
     # Every original exit now branches to the epilogue, whose ret is the only one left.
     assert entry.num_exits == _exits(source) >= 1
     assert _exits(result.ptx) == 1

@@ -111,8 +111,7 @@ def test_from_device_counts_drops_and_ignores_unwritten_slots():
     headers["magic"] = [layout.WARP_MAGIC, layout.WARP_MAGIC, 0]
     headers["gt_entry"], headers["ck_entry"] = 1000, 5000
     headers["gt_exit"], headers["ck_exit"] = 2000, 7000
-    headers["start_lo"] = [64, 200, 0]
-    headers["end_lo"] = [64 + 3 * 8, 200 + 9 * 8, 0]  # 3 events; 9 attempted with room for 4
+    headers["events"] = [3, 9, 0]  # 3 events; 9 attempted with room for 4
     events = np.zeros((3, capacity), layout.EVENT_DTYPE)
     events["clock"] = 5000 + np.arange(capacity) * 10
     events["tag"] = [layout.make_tag(1, i % 2) for i in range(capacity)]

@@ -83,12 +83,14 @@ def _launch_view(cbid: int, params_pointer: int) -> _LaunchView:
 class TraceSession:
     """Trace matching launches between start() and stop(); records() gives what they left."""
 
-    def __init__(self, pattern: re.Pattern, capacity: int | None = None, max_launches: int | None = None):
+    def __init__(self, pattern: re.Pattern, capacity: int | None = None, max_launches: int | None = None,
+                 on_instrument=None):
         if capacity is not None and capacity < 2:
             raise ValueError("capacity must be at least 2 events per warp")
         self.pattern = pattern
         self.capacity = None if capacity is None else (int(capacity) + 1) & ~1
         self.max_launches = max_launches
+        self.on_instrument = on_instrument  # told the kernel's name before a (slow) first instrumentation
         self.launched: Counter[str] = Counter()  # every kernel that launched, matching or not
         self.problems: dict[tuple[str, str], str] = {}  # (kind, kernel) -> one-line message
         self.interrupted = False
@@ -190,11 +192,13 @@ class TraceSession:
                 self._note("extra_params", name, f"{name}: launched with packed 'extra' parameters; not traced")
                 return
             launch = self._prepare_buffer(name, view, context, kernel)
-            params = (ctypes.c_void_p * (kernel.num_params + 1))()
+            # The original arguments, then the two the instrumented entry appends.
+            params = (ctypes.c_void_p * (kernel.num_params + 2))()
             ctypes.memmove(params, view.kernel_params, kernel.num_params * ctypes.sizeof(ctypes.c_void_p))
-            address = ctypes.c_uint64(launch.pointer)
+            address, capacity = ctypes.c_uint64(launch.pointer), ctypes.c_uint32(launch.capacity)
             params[kernel.num_params] = ctypes.addressof(address)
-            launch.keep_alive += [params, address]
+            params[kernel.num_params + 1] = ctypes.addressof(capacity)
+            launch.keep_alive += [params, address, capacity]
             view.params.f = kernel.handle
             view.params.kernelParams = ctypes.addressof(params)
             launch.events.append(driver.event_record(view.stream))  # after our buffer setup: times the kernel
@@ -226,6 +230,8 @@ class TraceSession:
             self._note("no_ptx", name, f"{name}: matched, but its PTX was not found (only Triton kernels "
                        "can be traced); it ran untraced")
             return None
+        if self.on_instrument is not None:
+            self.on_instrument(name)
         try:
             kernel = instrument_kernel(context, function, source)
         except GwatchError as error:
@@ -288,6 +294,10 @@ class TraceSession:
 
     @staticmethod
     def _collect(launch: _Launch) -> records.LaunchRecords:
+        own_header = driver.copy_rows_to_host(launch.pointer, layout.GLOBAL_HEADER_BYTES,
+                                              layout.GLOBAL_HEADER_BYTES, 1).tobytes()
+        if own_header != layout.global_header(launch.capacity, launch.num_slots):
+            raise driver.CudaError("the trace buffer's header was overwritten")
         slot = layout.slot_bytes(launch.capacity)
         headers = driver.copy_rows_to_host(
             launch.pointer + layout.GLOBAL_HEADER_BYTES + launch.capacity * layout.EVENT_BYTES,

@@ -1,0 +1,316 @@
+"""Kernel time with and without tracing, side by side with Triton's Proton.
+
+For each kernel: plain (markers removed), markers compiled in but no trace active,
+traced by gwatch-nb, and traced by Proton's instrumentation backend with the same
+scopes. Kernel time comes from CUDA events recorded right around the kernel: a sleep
+kernel queued first keeps the GPU busy while the host launches, so the events do not
+time the host's launch path; gwatch-traced launches are timed by the trace session after
+its buffer setup, Proton ones by Triton launch hooks that run before Proton's own
+(Proton drains its buffer after every launch). Inputs rotate over three sets so caches
+do not flatter, and plain/idle/traced are measured in interleaved rounds so clock drift
+hits them alike. Proton runs in its own process: it takes CUPTI's only subscriber slot.
+
+    python bench/overhead.py [--cases matmul,attn-n4096-d64] [--rounds 3] [--iters 20] [--out DIR]
+"""
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "examples"))
+sys.path.insert(0, HERE)
+
+
+def _cases():
+    import torch
+
+    import attention
+    import matmul
+    import softmax
+
+    def randn(*shape):
+        return torch.randn(*shape, device="cuda", dtype=torch.float16)
+
+    cases = {
+        "matmul-4096": dict(module="matmul", scopes=matmul.SCOPES, pattern=r"matmul_kernel",
+                            inputs=lambda: (randn(4096, 4096), randn(4096, 4096)),
+                            call=lambda m, a, b: m.matmul(a, b), capacity=matmul.events_per_warp(4096)),
+        "softmax-32768x4096": dict(module="softmax", scopes=softmax.SCOPES, pattern=r"softmax_kernel",
+                                   inputs=lambda: (randn(32768, 4096),),
+                                   call=lambda m, x: m.softmax(x), capacity=6 * (32768 // (4 * 132) + 1)),
+    }
+    for n_ctx, batch in ((4096, 4), (16384, 1)):
+        for head_dim in (64, 128):
+            for causal in (False, True):
+                name = f"attn-n{n_ctx}-d{head_dim}{'-causal' if causal else ''}"
+                cases[name] = dict(
+                    module="attention", scopes=attention.SCOPES, pattern=r"attn_fwd",
+                    inputs=lambda b=batch, n=n_ctx, d=head_dim: tuple(randn(b, 16, n, d) for _ in range(3)),
+                    call=lambda m, q, k, v, c=causal: m.attention(q, k, v, causal=c),
+                    capacity=attention.events_per_warp(n_ctx))
+    return cases
+
+
+#: GPU cycles of the sleep queued before each timed launch (~50 µs at 2 GHz).
+SLEEP_CYCLES = 100_000
+
+
+def _event_times(call, inputs, iters):
+    import torch
+    times = []
+    for i in range(iters):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        torch.cuda._sleep(SLEEP_CYCLES)
+        start.record()
+        call(*inputs[i % len(inputs)])
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) * 1e3)
+    return times
+
+
+class _HookTimer:
+    """Events recorded by Triton's launch hooks, right before and after each kernel."""
+
+    def __init__(self):
+        import torch
+        self.torch = torch
+        self.pairs = []
+
+    def enter(self, metadata):
+        self.pairs.append([self.torch.cuda.Event(enable_timing=True), None])
+        self.pairs[-1][0].record()
+
+    def exit(self, metadata):
+        self.pairs[-1][1] = self.torch.cuda.Event(enable_timing=True)
+        self.pairs[-1][1].record()
+
+    def times(self):
+        self.torch.cuda.synchronize()
+        return [start.elapsed_time(end) * 1e3 for start, end in self.pairs]
+
+
+def _traced(call, inputs, iters, pattern, capacity):
+    from gwatch_nb.cuda.session import TraceSession
+    import torch
+    session = TraceSession(re.compile(pattern), capacity=capacity)
+    session.start()
+    try:
+        for i in range(iters):
+            torch.cuda._sleep(SLEEP_CYCLES)
+            call(*inputs[i % len(inputs)])
+    finally:
+        began = time.perf_counter()
+        session.stop()
+        collect_s = time.perf_counter() - began
+    records = session.records()
+    return {
+        "times": [r.info["kernel_ms"] * 1e3 for r in records],
+        "events": records[0].events_recorded, "dropped": records[0].events_dropped,
+        "bytes": records[0].info["buffer_bytes"],
+        "host_us": statistics.median(r.info["host_callback_us"] for r in records),
+        "collect_ms": collect_s * 1e3 / len(records),
+        "registers": records[0].info["instrumented_registers"],
+    }
+
+
+def worker_gwatch(names, rounds, iters):
+    import torch
+    from variants import without_markers
+    import importlib
+    cases = _cases()
+    for name in names:
+        began = time.perf_counter()
+        case = cases[name]
+        marked = importlib.import_module(case["module"])
+        plain = without_markers(case["module"])
+        inputs = [case["inputs"]() for _ in range(3)]
+        plain_call = lambda *a: case["call"](plain, *a)  # noqa: E731
+        marked_call = lambda *a: case["call"](marked, *a)  # noqa: E731
+        same = torch.equal(plain_call(*inputs[0]), marked_call(*inputs[0]))
+        _event_times(plain_call, inputs, 3)
+        _event_times(marked_call, inputs, 3)
+        samples = {"plain": [], "idle": [], "gwatch": []}
+        traced = None
+        for _ in range(rounds):
+            samples["plain"] += _event_times(plain_call, inputs, iters)
+            samples["idle"] += _event_times(marked_call, inputs, iters)
+            traced = _traced(marked_call, inputs, max(4, iters // 2), case["pattern"], case["capacity"])
+            samples["gwatch"] += traced["times"]
+        traced.pop("times")
+        print(f"{name}: measured in {time.perf_counter() - began:.0f} s", file=sys.stderr, flush=True)
+        for variant, times in samples.items():
+            row = {"case": name, "variant": variant, "times": times, "same_output": same}
+            if variant == "gwatch":
+                row.update(traced)
+            print(json.dumps(row), flush=True)
+
+
+#: Diagnostic variants of the instrumentation: what one part of an event costs.
+DIAGNOSTIC_EDITS = {
+    "no-clock": (re.compile(r"mov\.u32 \t%gwatch_clk, %clock;"), "mov.u32 \t%gwatch_clk, 0;"),
+    "no-store": (re.compile(r"@%gwatch_ok st\.global\.v2\.u32 \t\[%gwatch_ptr\], \{%gwatch_clk, %gwatch_tag\};"), ""),
+}
+
+
+def worker_diagnose(names, iters):
+    """Time traced launches with parts of each event record edited out of the PTX."""
+    import dataclasses
+    import importlib
+    from gwatch_nb.cuda import instrumented
+    cases = _cases()
+    original = instrumented.ptx_rewrite.instrument
+    for name in names:
+        case = cases[name]
+        marked = importlib.import_module(case["module"])
+        inputs = [case["inputs"]() for _ in range(3)]
+        call = lambda *a: case["call"](marked, *a)  # noqa: E731
+        for label, (pattern, replacement) in DIAGNOSTIC_EDITS.items():
+            def edited(ptx, pattern=pattern, replacement=replacement):
+                result = original(ptx)
+                return dataclasses.replace(result, ptx=pattern.sub(replacement, result.ptx))
+            instrumented.ptx_rewrite.instrument = edited
+            instrumented._by_ptx.clear()
+            try:
+                traced = _traced(call, inputs, iters, case["pattern"], case["capacity"])
+            finally:
+                instrumented.ptx_rewrite.instrument = original
+                instrumented._by_ptx.clear()
+            print(json.dumps({"case": name, "variant": label, "times": traced["times"],
+                              "registers": traced["registers"]}), flush=True)
+
+
+def worker_proton(names, iters, out_dir):
+    import importlib
+    import torch
+    import triton.profiler as proton
+    import triton.profiler.language as pl
+    from variants import with_proton_scopes
+    pl.enable_semantic("triton")
+    cases = _cases()
+    for name in names:
+        case = cases[name]
+        module = with_proton_scopes(case["module"], case["scopes"])
+        importlib.import_module(case["module"])
+        inputs = [case["inputs"]() for _ in range(3)]
+        call = lambda *a: case["call"](module, *a)  # noqa: E731
+        path = os.path.join(out_dir, f"proton-{name}")
+        row = {"case": name, "variant": "proton"}
+        try:
+            import triton
+            proton.start(path, backend="instrumentation", data="trace")
+            call(*inputs[0])  # compile with Proton's instrumentation on
+            timer = _HookTimer()
+            # Registered after Proton's: the enter hook runs after Proton's, the exit hook
+            # (a reversed chain) before it, so the events bracket the kernel alone.
+            triton.knobs.runtime.launch_enter_hook.add(timer.enter)
+            triton.knobs.runtime.launch_exit_hook.add(timer.exit)
+            began = time.perf_counter()
+            for i in range(iters):
+                torch.cuda._sleep(SLEEP_CYCLES)
+                call(*inputs[i % len(inputs)])
+            row["times"] = timer.times()
+            row["host_ms_per_launch"] = (time.perf_counter() - began) * 1e3 / iters
+            triton.knobs.runtime.launch_enter_hook.remove(timer.enter)
+            triton.knobs.runtime.launch_exit_hook.remove(timer.exit)
+            began = time.perf_counter()
+            proton.finalize(output_format="chrome_trace")
+            row["finalize_ms_per_launch"] = (time.perf_counter() - began) * 1e3 / (iters + 1)
+            written = [os.path.join(out_dir, f) for f in os.listdir(out_dir) if f.startswith(f"proton-{name}")]
+            row["bytes"] = sum(os.path.getsize(f) for f in written) // (iters + 1)
+            for f in written:
+                os.remove(f)
+        except Exception as error:  # Proton may not support a kernel; say so in the table
+            row["error"] = f"{type(error).__name__}: {str(error).splitlines()[0][:120]}"
+        torch.cuda.synchronize()
+        print(json.dumps(row), flush=True)
+
+
+def _summary(rows):
+    base = {r["case"]: statistics.median(r["times"]) for r in rows if r["variant"] == "plain"}
+    lines = [f"{'case':28} {'variant':8} {'median us':>10} {'p10':>9} {'p90':>9} {'overhead':>9} "
+             f"{'events/launch':>14} {'dropped':>8} {'trace MB':>9} {'host/launch':>12}"]
+    for r in rows:
+        if "error" in r:
+            lines.append(f"{r['case']:28} {r['variant']:8} n/a: {r['error']}")
+            continue
+        times = sorted(r["times"])
+        q = statistics.quantiles(times, n=10) if len(times) > 2 else [times[0], times[-1]]
+        median = statistics.median(times)
+        extra = ""
+        if r["variant"] == "gwatch":
+            extra = (f"{r['events']:>14} {r['dropped']:>8} {r['bytes'] / 1e6:>9.1f} "
+                     f"{r['host_us'] / 1e3 + r['collect_ms']:>9.1f} ms")
+        elif r["variant"] == "proton":
+            host = r["host_ms_per_launch"] + r["finalize_ms_per_launch"]
+            extra = f"{'':>14} {'':>8} {r['bytes'] / 1e6:>9.1f} {host:>9.1f} ms"
+        lines.append(f"{r['case']:28} {r['variant']:8} {median:10.1f} {q[0]:9.1f} {q[-1]:9.1f} "
+                     f"{100 * (median / base[r['case']] - 1):+8.1f}% {extra}")
+    return "\n".join(lines)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cases", default="all")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--iters", type=int, default=20)
+    parser.add_argument("--out", default=".")
+    parser.add_argument("--no-proton", action="store_true")
+    parser.add_argument("--diagnose", action="store_true", help="also time instrumentation with parts removed")
+    parser.add_argument("--worker", choices=["gwatch", "proton", "diagnose"])
+    args = parser.parse_args()
+    if args.worker:
+        names = args.cases.split(",")
+        if args.worker == "gwatch":
+            worker_gwatch(names, args.rounds, args.iters)
+        elif args.worker == "diagnose":
+            worker_diagnose(names, args.iters)
+        else:
+            worker_proton(names, args.iters, args.out)
+        return
+    names = list(_case_names()) if args.cases == "all" else args.cases.split(",")
+    os.makedirs(args.out, exist_ok=True)
+    rows = []
+    workers = ["gwatch"] + (["diagnose"] if args.diagnose else []) + ([] if args.no_proton else ["proton"])
+    with open(os.path.join(args.out, "overhead.jsonl"), "w") as log:
+        for worker in workers:
+            # Proton writes every event of every launch as JSON: far fewer launches keep it to minutes.
+            iters = args.iters if worker != "proton" else max(3, args.iters // 5)
+            command = [sys.executable, __file__, "--worker", worker, "--cases", ",".join(names), "--rounds",
+                       str(args.rounds), "--iters", str(iters), "--out", args.out]
+            # Rows are kept as they arrive, so a run cut short still leaves its numbers.
+            with subprocess.Popen(command, stdout=subprocess.PIPE, text=True) as child:
+                for line in child.stdout:
+                    if line.startswith("{"):
+                        rows.append(json.loads(line))
+                        log.write(line)
+                        log.flush()
+                        print(f"{worker}: {rows[-1]['case']} {rows[-1]['variant']} done", flush=True)
+            if child.returncode:
+                print(f"{worker} worker exited with status {child.returncode}", file=sys.stderr)
+    order = {"plain": 0, "idle": 1, "gwatch": 2, "no-clock": 3, "no-store": 4, "proton": 5}
+    rows.sort(key=lambda r: (names.index(r["case"]), order[r["variant"]]))
+    table = _summary(rows)
+    print(table)
+    with open(os.path.join(args.out, "overhead.json"), "w") as f:
+        json.dump(rows, f)
+    with open(os.path.join(args.out, "overhead.txt"), "w") as f:
+        f.write(table + "\n")
+
+
+def _case_names():
+    yield "matmul-4096"
+    yield "softmax-32768x4096"
+    for n_ctx in (4096, 16384):
+        for head_dim in (64, 128):
+            for causal in ("", "-causal"):
+                yield f"attn-n{n_ctx}-d{head_dim}{causal}"
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,36 @@
+"""The interpreter tier: markers record host time per program instance (run by
+tests/test_interpreter_tier.py in a process started with TRITON_INTERPRET=1)."""
+import pytest
+import torch
+
+import attention
+from gwatch_nb import NoMatchingKernelError, do_trace, interpreter
+
+
+def test_interpreter_tier_records_every_program_instance():
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(1, 2, 256, 64, dtype=torch.float16) for _ in range(3))
+    out = {}
+    trace = do_trace(lambda: out.setdefault("o", attention.attention(q, k, v, causal=True)), r"attn_fwd",
+                     scope_name_map=attention.SCOPES, instrumentation_tier="interpreter")
+    torch.testing.assert_close(out["o"], attention.reference(q, k, v, causal=True), atol=2e-2, rtol=0)
+    assert trace.meta["tier"] == "interpreter"
+    assert "interpreter host time" in trace.meta["time_source"] and "not GPU time" in trace.meta["time_source"]
+    warps = trace.warps
+    assert len(warps) == 2 * 2  # (N_CTX / BLOCK_M) x heads program instances, one "warp" each
+    expected = [attention.events_per_warp(256, causal=True, start_m=m) for m in warps.block_x]
+    assert warps.events.tolist() == expected
+    df = trace.df
+    assert set(df.scope.cat.categories) == set(attention.SCOPES.values())
+    assert (df.duration_ns > 0).all() and (df.sm == 0).all()
+    assert trace.launches.clock_ghz[0] == 1.0
+    assert interpreter._active is None
+
+
+def test_interpreter_launch_limit_and_no_match():
+    q = torch.randn(1, 1, 128, 64, dtype=torch.float16)
+    trace = do_trace(lambda: [attention.attention(q, q, q) for _ in range(3)], r"attn", launches="first",
+                     instrumentation_tier="interpreter")
+    assert len(trace.launches) == 1
+    with pytest.raises(NoMatchingKernelError, match=r"kernels that launched: attn_fwd \(1x\)"):
+        do_trace(lambda: attention.attention(q, q, q), r"^matmul", instrumentation_tier="interpreter")

@@ -1,0 +1,100 @@
+"""The %%gwatch magic in a real IPython shell, on the interpreter tier (run by
+tests/test_interpreter_tier.py in a process started with TRITON_INTERPRET=1)."""
+import pytest
+
+IPython = pytest.importorskip("IPython")
+torch = pytest.importorskip("torch")
+
+from IPython.core.error import UsageError
+from IPython.core.interactiveshell import InteractiveShell
+from IPython.utils.capture import capture_output
+
+from gwatch_nb import Trace, interpreter
+
+CELL = """
+print("from the cell")
+out = attention.attention(q, k, v)
+value = 41 + 1
+value
+"""
+
+
+@pytest.fixture(scope="module")
+def shell():
+    shell = InteractiveShell.instance()
+    shell.run_cell("%load_ext gwatch_nb", store_history=False)
+    import attention
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(1, 2, 128, 64, dtype=torch.float16) for _ in range(3))
+    shell.user_ns.update(attention=attention, q=q, k=k, v=v)
+    return shell
+
+
+def run(shell, line, cell=CELL):
+    with capture_output() as captured:
+        result = shell.run_cell(f"%%gwatch {line}\n{cell}", store_history=True)
+    return result, captured
+
+
+def test_cell_runs_as_usual_and_the_trace_is_kept(shell):
+    result, captured = run(shell, '-k attn_fwd -n 100=load_kv,101=dot_qk,102=softmax,103=dot_pv -o tr --no-widget')
+    assert result.success
+    assert "from the cell" in captured.stdout
+    assert shell.user_ns["value"] == 42
+    assert torch.equal(shell.user_ns["out"], shell.user_ns["attention"].attention(*(shell.user_ns[n] for n in "qkv")))
+    assert "42" in captured.stdout  # the last expression is displayed, as without the magic
+    trace = shell.user_ns["tr"]
+    assert isinstance(trace, Trace) and shell.user_ns["_gwatch"] is trace
+    assert set(trace.df.scope.cat.categories) == {"load_kv", "dot_qk", "softmax", "dot_pv"}
+    assert "interpreter host time" in captured.stdout
+    assert interpreter._active is None
+
+
+def test_widget_and_charts_are_displayed(shell):
+    _, captured = run(shell, "-k attn_fwd")
+    kinds = [type(o).__name__ for o in captured.outputs]
+    assert any("Timeline" in repr(o.data) or "application/vnd.jupyter.widget-view+json" in o.data
+               for o in captured.outputs), kinds
+
+
+def test_exception_in_the_cell_stops_the_trace(shell):
+    result, captured = run(shell, "-k attn_fwd --no-widget", CELL + "\nraise ValueError('cell failed')\n")
+    assert not result.success  # the cell fails, as it would without the magic
+    assert "ValueError" in captured.stdout and "cell failed" in captured.stdout
+    assert "the cell raised ValueError; the trace was stopped and discarded" in captured.stderr
+    assert interpreter._active is None
+    result, captured = run(shell, "-k attn_fwd --no-widget -o again")
+    assert result.success and isinstance(shell.user_ns["again"], Trace)
+
+
+def test_nothing_matching_names_the_kernels_that_launched(shell):
+    result, captured = run(shell, "-k no_such_kernel --no-widget")
+    assert result.success
+    assert "no launched kernel matched 'no_such_kernel'" in captured.stdout
+    assert "attn_fwd (1x)" in captured.stdout
+
+
+@pytest.mark.parametrize("line, message", [
+    ("", "the following arguments are required: -k/--kernel"),
+    ("-k attn -n 100:load", "scope names look like"),
+    ("-k attn -o 1x", "-o needs a variable name"),
+    ("-k attn -l sometimes", "launches must be 'first', 'all' or a positive integer"),
+    ("-k attn -t sass", "invalid choice"),
+    ("-k attn(", "is not a regular expression"),
+])
+def test_bad_options_are_usage_errors(shell, line, message):
+    with pytest.raises(UsageError, match=message):
+        shell.run_cell_magic("gwatch", line, "x = 1")
+    assert "x" not in shell.user_ns or shell.user_ns["x"] != 1  # the cell did not run
+
+
+def test_ptx_tier_without_a_gpu_says_so_before_running_the_cell(shell):
+    from gwatch_nb.cuda import driver
+    try:
+        driver.init()
+        pytest.skip("this machine has a GPU")
+    except Exception:
+        pass
+    with pytest.raises(UsageError, match="interpreter"):
+        shell.run_cell_magic("gwatch", "-k attn -t ptx", "ran = True")
+    assert "ran" not in shell.user_ns

@@ -1,0 +1,47 @@
+"""docs/FORMAT.md describes the trace buffer; native/gwatch_format.h defines it. They agree."""
+import os
+import re
+
+from gwatch_nb._native import FORMAT
+from gwatch_nb.layout import EVENT_DTYPE, SLOT_HEADER_DTYPE
+
+DOC = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs", "FORMAT.md")
+
+
+def _buffer_section() -> str:
+    text = open(DOC).read()
+    start = text.index("## Trace buffer")
+    return text[start:text.index("\n## ", start + 1)]
+
+
+def _rows():
+    """(offset, [constant names]) for every table row that names a layout constant."""
+    for line in _buffer_section().splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) >= 4 and cells[0].isdigit():
+            yield int(cells[0]), re.findall(r"`([A-Z_]+)`", cells[-1])
+
+
+def test_every_documented_offset_is_the_headers():
+    rows = list(_rows())
+    assert len(rows) >= 18
+    for offset, names in rows:
+        for name in (n for n in names if n.startswith(("GH_", "SH_", "EV_"))):
+            assert FORMAT[name] == offset, f"{name}: header says {FORMAT[name]}, FORMAT.md says {offset}"
+
+
+def test_every_offset_constant_is_documented():
+    documented = {n for _, names in _rows() for n in names}
+    offsets = {k for k in FORMAT if k.startswith(("GH_", "SH_", "EV_"))}
+    assert offsets <= documented, offsets - documented
+
+
+def test_documented_magics_and_sizes():
+    section = _buffer_section()
+    for name in ("BUFFER_MAGIC", "WARP_MAGIC"):
+        assert f"0x{FORMAT[name]:08x}" in section.lower()
+    assert f"({FORMAT['SLOT_HEADER_BYTES']} bytes, `SLOT_HEADER_BYTES`" in section
+    assert f"zero up to {FORMAT['GLOBAL_HEADER_BYTES']} bytes | `GLOBAL_HEADER_BYTES`" in section
+    assert f"{FORMAT['EVENT_BYTES']} bytes, `EVENT_BYTES`" in section
+    assert f"[0, {FORMAT['MAX_SCOPE_ID']}]" in section
+    assert SLOT_HEADER_DTYPE.itemsize == FORMAT["SLOT_HEADER_BYTES"] and EVENT_DTYPE.itemsize == FORMAT["EVENT_BYTES"]
