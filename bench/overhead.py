@@ -10,7 +10,7 @@ its buffer setup, Proton ones by Triton launch hooks that run before Proton's ow
 do not flatter, and plain/idle/traced are measured in interleaved rounds so clock drift
 hits them alike. Proton runs in its own process: it takes CUPTI's only subscriber slot.
 
-    python bench/overhead.py [--cases matmul,attn-n4096-d64] [--rounds 3] [--iters 20] [--out DIR]
+    python bench/overhead.py [--cases all|matmul-4096,...] [--proton CASES] [--diagnose CASES] [--out DIR]
 """
 import argparse
 import json
@@ -260,8 +260,8 @@ def main():
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--iters", type=int, default=20)
     parser.add_argument("--out", default=".")
-    parser.add_argument("--no-proton", action="store_true")
-    parser.add_argument("--diagnose", action="store_true", help="also time instrumentation with parts removed")
+    parser.add_argument("--proton", default="all", help="cases also traced by Proton ('none' for none)")
+    parser.add_argument("--diagnose", default="none", help="cases also timed with parts of each event removed")
     parser.add_argument("--worker", choices=["gwatch", "proton", "diagnose"])
     args = parser.parse_args()
     if args.worker:
@@ -273,15 +273,20 @@ def main():
         else:
             worker_proton(names, args.iters, args.out)
         return
-    names = list(_case_names()) if args.cases == "all" else args.cases.split(",")
+    def chosen(option):
+        return list(_case_names()) if option == "all" else [] if option == "none" else option.split(",")
+
+    names = chosen(args.cases)
     os.makedirs(args.out, exist_ok=True)
     rows = []
-    workers = ["gwatch"] + (["diagnose"] if args.diagnose else []) + ([] if args.no_proton else ["proton"])
+    workers = [("gwatch", names), ("diagnose", chosen(args.diagnose)), ("proton", chosen(args.proton))]
     with open(os.path.join(args.out, "overhead.jsonl"), "w") as log:
-        for worker in workers:
+        for worker, cases in workers:
+            if not cases:
+                continue
             # Proton writes every event of every launch as JSON: far fewer launches keep it to minutes.
             iters = args.iters if worker != "proton" else max(3, args.iters // 5)
-            command = [sys.executable, __file__, "--worker", worker, "--cases", ",".join(names), "--rounds",
+            command = [sys.executable, __file__, "--worker", worker, "--cases", ",".join(cases), "--rounds",
                        str(args.rounds), "--iters", str(iters), "--out", args.out]
             # Rows are kept as they arrive, so a run cut short still leaves its numbers.
             with subprocess.Popen(command, stdout=subprocess.PIPE, text=True) as child:

@@ -110,8 +110,8 @@ def finish(session, scope_name_map: Mapping[int, str] | None = None) -> Trace:
 
     Raises NoMatchingKernelError (listing what did launch) when nothing matched, and
     TraceFailedError when matching launches could not be traced."""
-    problems = list(getattr(session, "problems", {}).values())
     records = session.records()
+    problems = list(session.problems.values())
     if not records:
         if problems:
             raise TraceFailedError("; ".join(problems))

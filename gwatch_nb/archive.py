@@ -96,8 +96,8 @@ def _json_default(value):
 
 # ------------------------------------------------------------------ load
 
-def load(path, max_bytes: int = MAX_ARCHIVE_BYTES) -> Trace:
-    """Read an archive written by ``Trace.save``; ArchiveError (one line) if it is not one."""
+def read_json(path, max_bytes: int = MAX_ARCHIVE_BYTES) -> Any:
+    """The JSON document in a file, refusing files over max_bytes; ArchiveError (one line)."""
     path = os.fspath(path)
     try:
         size = os.path.getsize(path)
@@ -108,12 +108,16 @@ def load(path, max_bytes: int = MAX_ARCHIVE_BYTES) -> Trace:
                            "archive limit (pass max_bytes= to raise it)")
     try:
         with open(path, "rb") as f:
-            document = json.loads(f.read())
+            return json.loads(f.read())
     except (ValueError, RecursionError) as error:
-        raise ArchiveError(f"{path}: not a gwatch trace archive (invalid JSON: {str(error)[:80]})") from None
+        raise ArchiveError(f"{path}: not a gwatch-nb archive (invalid JSON: {str(error)[:80]})") from None
     except OSError as error:
         raise ArchiveError(f"{path}: cannot read ({error.strerror or error})") from None
-    return from_document(document, path)
+
+
+def load(path, max_bytes: int = MAX_ARCHIVE_BYTES) -> Trace:
+    """Read an archive written by ``Trace.save``; ArchiveError (one line) if it is not one."""
+    return from_document(read_json(path, max_bytes), os.fspath(path))
 
 
 def from_document(document: Any, where: str = "archive") -> Trace:

@@ -52,6 +52,7 @@ class InterpreterRecorder:
         self.pattern = pattern
         self.max_launches = max_launches
         self.launched: dict[str, int] = {}  # every interpreted kernel seen launching, matching or not
+        self.problems: dict[tuple[str, str], str] = {}  # (kind, kernel) -> one-line message
         self._launches: list[_Launch] = []
         self._hooked: list = []
         self._current = threading.local()
@@ -97,7 +98,11 @@ class InterpreterRecorder:
         launch.tags.append(make_tag(scope_id, is_end))
 
     def records(self) -> list[LaunchRecords]:
-        return [self._to_records(launch) for launch in self._launches]
+        for launch in self._launches:
+            if not launch.times:
+                self.problems.setdefault(("no_markers", launch.kernel), f"{launch.kernel}: matched, but it has no "
+                                         "scope_start/scope_end markers")
+        return [self._to_records(launch) for launch in self._launches if launch.times]
 
     @staticmethod
     def _to_records(launch: _Launch) -> LaunchRecords:

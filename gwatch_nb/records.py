@@ -161,9 +161,9 @@ def pair_scopes(tags: np.ndarray, cycles: np.ndarray, counts: np.ndarray) -> tup
     }
 
     # seq: rank of each pair inside its (scope, warp) group, pairs being in group order.
-    pair_group = np.cumsum(np.concatenate(([True], ~same_group)))[start_at]
+    pair_scope, pair_warp = s_scope[start_at], s_warp[start_at]
     first_of_group = np.ones(len(start_at), bool)
-    first_of_group[1:] = pair_group[1:] != pair_group[:-1]
+    first_of_group[1:] = (pair_scope[1:] != pair_scope[:-1]) | (pair_warp[1:] != pair_warp[:-1])
     group_starts = np.flatnonzero(first_of_group)
     seq = np.arange(len(start_at)) - np.repeat(group_starts, np.diff(np.append(group_starts, len(start_at))))
 
@@ -186,8 +186,8 @@ def pair_scopes(tags: np.ndarray, cycles: np.ndarray, counts: np.ndarray) -> tup
     out[rank] = np.arange(len(start_at))
 
     intervals = Intervals(
-        warp_row=s_warp[start_at][out],
-        scope_id=s_scope[start_at][out].astype(np.int32),
+        warp_row=pair_warp[out],
+        scope_id=pair_scope[out].astype(np.int32),
         start_cycle=cycles[start_pos][out],
         end_cycle=cycles[end_pos][out],
         depth=depth[out],

@@ -2,7 +2,6 @@
 compile-time checks of the markers. (The interpreter tier: tests/interpreter.)"""
 import numpy as np
 import pytest
-import torch
 import triton
 import triton.language as tl
 from triton.backends.compiler import GPUTarget

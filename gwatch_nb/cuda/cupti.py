@@ -95,12 +95,13 @@ CALLBACK = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32
 
 
 def candidate_paths() -> list[str]:
-    """Where libcupti may be, best first: $GWATCH_CUPTI_PATH, the copy this process has
-    already loaded, the CUDA wheels (torch's own dependency), a CUDA toolkit, Triton's copy."""
-    found: list[str] = []
+    """Where libcupti may be, best first: $GWATCH_CUPTI_PATH alone when it is set; else the
+    copy this process has already loaded, the CUDA wheels (torch's own dependency), a CUDA
+    toolkit, the system's search path."""
     explicit = os.environ.get("GWATCH_CUPTI_PATH")
     if explicit:
-        found.append(explicit)
+        return [explicit]
+    found: list[str] = []
     try:
         with open("/proc/self/maps") as maps:
             found += sorted({line.split()[-1] for line in maps if "libcupti.so" in line})

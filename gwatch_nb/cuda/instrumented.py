@@ -9,6 +9,7 @@ import contextlib
 import hashlib
 import io
 import os
+import re
 import threading
 import time
 from dataclasses import dataclass
@@ -41,7 +42,8 @@ def _compile_options(metadata: dict) -> tuple:
     target = metadata.get("target") or {}
     capability = int(target.get("arch", 90))
     gpu_target = GPUTarget(target.get("backend", "cuda"), capability, int(target.get("warp_size", 32)))
-    wanted = ("enable_fp_fusion", "ptx_options", "num_warps", "num_ctas", "maxnreg", "instrumentation_mode")
+    # Only what Triton's ptxas step reads (.maxnreg and the like travel inside the PTX).
+    wanted = ("enable_fp_fusion", "ptx_options", "instrumentation_mode")
     return gpu_target, capability, {k: metadata[k] for k in wanted if metadata.get(k) is not None}
 
 
@@ -82,7 +84,7 @@ def _ptxas_complaint(error: Exception) -> str:
     """The line of a ptxas failure that says what is wrong."""
     lines = [line.strip() for line in str(error).splitlines() if line.strip()]
     for line in lines:
-        if "error" in line and ":" in line and "ptxas" in line:
+        if re.search(r"\b(error|fatal)\s+:", line):  # ptxas's own diagnostic, e.g. "line 9; error   : ..."
             return line
     return lines[0] if lines else type(error).__name__
 

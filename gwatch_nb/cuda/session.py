@@ -38,8 +38,19 @@ def default_capacity(num_slots: int, free_bytes: int) -> int:
     return int(min(MAX_CAPACITY, max(MIN_CAPACITY, fit))) & ~1
 
 
+def new_buffer(capacity: int, num_slots: int, stream: int) -> int:
+    """A launch's trace buffer: its global header written, every warp header zeroed
+    (stream-ordered before the launch)."""
+    pointer = driver.alloc(layout.buffer_bytes(capacity, num_slots))
+    driver.fill32_2d_async(pointer + layout.GLOBAL_HEADER_BYTES + capacity * layout.EVENT_BYTES,
+                           layout.slot_bytes(capacity), 0, layout.SLOT_HEADER_BYTES // 4, num_slots, stream)
+    header = np.frombuffer(layout.global_header(capacity, num_slots), np.uint8)
+    driver.copy_to_device_async(pointer, header, stream)
+    return pointer
+
+
 @dataclass
-class _Launch:
+class PendingLaunch:
     """A traced launch whose buffer is still on the GPU."""
     kernel: str
     grid: tuple[int, int, int]
@@ -95,8 +106,8 @@ class TraceSession:
         self.problems: dict[tuple[str, str], str] = {}  # (kind, kernel) -> one-line message
         self.interrupted = False
         self._records: list[records.LaunchRecords] = []
-        self._pending: list[_Launch] = []
-        self._by_correlation: dict[int, _Launch] = {}
+        self._pending: list[PendingLaunch] = []
+        self._by_correlation: dict[int, PendingLaunch] = {}
         self._skip: set[tuple[int, int]] = set()  # (context, function) never to instrument
         self._ready: dict[tuple[int, int], InstrumentedKernel] = {}  # (context, function) -> its copy
         self._devices: dict[int, dict] = {}
@@ -245,7 +256,7 @@ class TraceSession:
             self._ready[(context, function)] = kernel
         return kernel
 
-    def _prepare_buffer(self, name: str, view: _LaunchView, context: int, kernel: InstrumentedKernel) -> _Launch:
+    def _prepare_buffer(self, name: str, view: _LaunchView, context: int, kernel: InstrumentedKernel) -> PendingLaunch:
         if context not in self._devices:
             self._devices[context] = driver.device_info(driver.current_device())
             self._devices[context]["free_bytes_at_start"] = driver.free_memory()[0]
@@ -256,16 +267,11 @@ class TraceSession:
         nbytes = layout.buffer_bytes(capacity, num_slots)
         if self._pending and sum(p.nbytes for p in self._pending) + nbytes > PENDING_LIMIT_BYTES:
             self._drain()  # keep device memory bounded when many launches are traced
-        pointer = driver.alloc(nbytes)
-        slot = layout.slot_bytes(capacity)
-        driver.fill32_2d_async(pointer + layout.GLOBAL_HEADER_BYTES + capacity * layout.EVENT_BYTES, slot, 0,
-                               layout.SLOT_HEADER_BYTES // 4, num_slots, view.stream)
-        header = np.frombuffer(layout.global_header(capacity, num_slots), np.uint8)
-        driver.copy_to_device_async(pointer, header, view.stream)
+        pointer = new_buffer(capacity, num_slots, view.stream)
         info = {k: v for k, v in device.items() if k != "free_bytes_at_start"}
         info.update(instrumented_registers=kernel.registers, instrument_seconds=round(kernel.build_seconds, 4),
                     sites=len(kernel.sites))
-        return _Launch(name, view.grid, view.block, capacity, num_slots, pointer, nbytes, context, view.stream, info)
+        return PendingLaunch(name, view.grid, view.block, capacity, num_slots, pointer, nbytes, context, view.stream, info)
 
     # ------------------------------------------------------------ collection
 
@@ -284,7 +290,7 @@ class TraceSession:
                     if failure:
                         self._note("launch_failed", launch.kernel, f"{launch.kernel}: {failure}")
                     else:
-                        self._records.append(self._collect(launch))
+                        self._records.append(self.collect(launch))
                     driver.free(launch.pointer)
                     for event in launch.events:
                         driver.event_destroy(event)
@@ -293,7 +299,7 @@ class TraceSession:
         self._pending.clear()
 
     @staticmethod
-    def _collect(launch: _Launch) -> records.LaunchRecords:
+    def collect(launch: PendingLaunch) -> records.LaunchRecords:
         own_header = driver.copy_rows_to_host(launch.pointer, layout.GLOBAL_HEADER_BYTES,
                                               layout.GLOBAL_HEADER_BYTES, 1).tobytes()
         if own_header != layout.global_header(launch.capacity, launch.num_slots):

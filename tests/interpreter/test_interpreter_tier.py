@@ -34,3 +34,14 @@ def test_interpreter_launch_limit_and_no_match():
     assert len(trace.launches) == 1
     with pytest.raises(NoMatchingKernelError, match=r"kernels that launched: attn_fwd \(1x\)"):
         do_trace(lambda: attention.attention(q, q, q), r"^matmul", instrumentation_tier="interpreter")
+
+
+def test_matching_kernel_without_markers_is_a_clear_failure():
+    from gwatch_nb import TraceFailedError
+    from corpus_kernels.basics import vector_add
+    x = torch.randn(1000)
+    out = torch.empty_like(x)
+    with pytest.raises(TraceFailedError, match="vector_add: matched, but it has no scope_start/scope_end markers"):
+        do_trace(lambda: vector_add[(1,)](x, x, out, 1000, BLOCK=1024), r"^vector_add$",
+                 instrumentation_tier="interpreter")
+    assert torch.equal(out, x + x)

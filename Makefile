@@ -1,0 +1,25 @@
+# Two commands on a fresh machine: `make trace` and `make test`. Each installs what it needs
+# into .venv first (once; again when pyproject.toml changes).
+VENV ?= .venv
+PY := $(VENV)/bin/python
+# A GPU machine gets the CUDA build of torch; a CPU-only one the much smaller CPU build.
+TORCH := $(shell command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1 && echo torch || echo torch==2.13.0)
+
+.PHONY: trace test
+
+$(VENV)/.installed: pyproject.toml
+	python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q "$(TORCH)"
+	$(PY) -m pip install -q -e ".[test]"
+	touch $@
+
+# Trace the example attention kernel (GPU if present, else the Triton interpreter) into trace.html.
+trace: $(VENV)/.installed
+	$(PY) examples/cuda/trace/trace_triton_attention.py --report trace.html
+
+# The whole test suite; browser tests need Debian's chromium (installed here when running as root).
+test: $(VENV)/.installed
+	@command -v chromium >/dev/null 2>&1 || [ "$$(id -u)" != 0 ] || \
+		(apt-get update -qq && apt-get install -y -qq chromium >/dev/null)
+	$(PY) -m pytest tests -rs

@@ -1,0 +1,1 @@
+"""``gwatch.common``: what every gwatch tool shares (reports: ``gwatch.common.format``)."""

@@ -1,0 +1,1 @@
+"""``gwatch.cuda``: tracing CUDA kernels (see ``gwatch.cuda.xtrace``)."""

@@ -1,0 +1,142 @@
+"""Summary charts of a Trace (altair).
+
+Every chart is drawn from an aggregate (analysis.py), never from the scope instances
+themselves, and stays under altair's default 5,000-row limit whatever the trace's size:
+a two-million-instance trace charts as fast and as small as a small one."""
+from __future__ import annotations
+
+import altair as alt
+import numpy as np
+import pandas as pd
+
+from .analysis import seq_trend, sm_activity, warp_activity
+from .serializers import scope_colours
+from .trace import Trace
+
+#: Upper bound of data rows embedded per chart (altair refuses more than 5,000 by default).
+MAX_CHART_ROWS = 4000
+HISTOGRAM_BINS = 40
+SM_TIME_BINS = 150
+WARP_POINTS = 400
+WIDTH = 460
+
+
+def _scope_colour(trace: Trace, title: str | None = "scope") -> alt.Color:
+    names = [str(n) for n in trace.df["scope"].cat.categories]
+    return alt.Color("scope:N", scale=alt.Scale(domain=names, range=scope_colours(len(names))),
+                     sort=names, title=title)
+
+
+def duration_distribution(trace: Trace) -> alt.FacetChart:
+    """A histogram of each scope's instance durations, one row per scope."""
+    df = trace.df
+    parts = []
+    for name, durations in df.groupby("scope", observed=True)["duration_ns"]:
+        counts, edges = np.histogram(durations.to_numpy(), bins=HISTOGRAM_BINS)
+        parts.append(pd.DataFrame({"scope": str(name), "start_ns": edges[:-1], "end_ns": edges[1:], "count": counts}))
+    hist = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(
+        {"scope": pd.Series(dtype=str), "start_ns": [], "end_ns": [], "count": []})
+    base = alt.Chart(hist).mark_rect().encode(
+        x=alt.X("start_ns:Q", title="duration (ns)", scale=alt.Scale(zero=False)), x2="end_ns:Q",
+        y=alt.Y("count:Q", title="instances"), y2=alt.datum(0),
+        color=_scope_colour(trace),
+        tooltip=[alt.Tooltip("scope:N"), alt.Tooltip("start_ns:Q", title="from (ns)", format=",.0f"),
+                 alt.Tooltip("end_ns:Q", title="to (ns)", format=",.0f"), alt.Tooltip("count:Q", format=",")],
+    ).properties(width=WIDTH, height=70)
+    names = [str(n) for n in df["scope"].cat.categories]
+    return base.facet(row=alt.Row("scope:N", sort=names, title=None,
+                                  header=alt.Header(labelAngle=0, labelAlign="left"))
+                      ).resolve_scale(x="independent", y="independent").properties(
+        title="Duration of each scope's instances")
+
+
+def sm_activity_over_time(trace: Trace, launch: int = 0) -> alt.Chart:
+    """Per SM and time slice of one launch: how many warps are inside an outermost scope.
+
+    One row per SM carries its slices as a list, expanded in the browser (vega-lite's
+    flatten), so the embedded data grows with the SM count, not with SMs × slices."""
+    df = trace.df
+    if not 0 <= launch < max(len(trace.records), 1):
+        raise ValueError(f"launch must be between 0 and {len(trace.records) - 1}, got {launch}")
+    part = df[df["launch"] == launch]
+    activity = sm_activity(part, bins=SM_TIME_BINS)
+    step_ns = float(activity["t_end_ns"].iloc[0] - activity["t_ns"].iloc[0]) if len(activity) else 1.0
+    per_sm = (activity.groupby("sm", observed=True)["warps"]
+              .agg(lambda w: np.round(w.to_numpy(), 2).tolist()).reset_index())
+    step_us = step_ns / 1000
+    host_time = ", interpreter host time" if trace.meta["tier"] == "interpreter" else ""
+    title = "Warps inside an outermost scope, per SM"
+    if len(trace.records) > 1:
+        title += f" (launch {launch} of {len(trace.records)})"
+    return alt.Chart(per_sm).transform_flatten(["warps"]).transform_window(
+        slice="row_number()", groupby=["sm"],
+    ).transform_calculate(
+        t0_us=f"(datum.slice - 1) * {step_us!r}", t1_us=f"datum.slice * {step_us!r}",
+    ).mark_rect().encode(
+        x=alt.X("t0_us:Q", title=f"time since launch start (µs{host_time})"), x2="t1_us:Q",
+        y=alt.Y("sm:O", title="SM", axis=alt.Axis(labelOverlap=True)),
+        color=alt.Color("warps:Q", title="warps", scale=alt.Scale(scheme="viridis")),
+        tooltip=[alt.Tooltip("sm:O", title="SM"), alt.Tooltip("t0_us:Q", title="from (µs)", format=",.2f"),
+                 alt.Tooltip("warps:Q", title="mean warps", format=".2f")],
+    ).properties(width=WIDTH, height=max(120, min(4 * len(per_sm), 560)), title=title)
+
+
+def iteration_trend(trace: Trace) -> alt.Chart:
+    """Median and p95 duration of each scope's nth instance in a warp (loop iteration)."""
+    trend = seq_trend(trace.df)
+    scopes = max(trend["scope"].nunique(), 1)
+    stride = int(np.ceil(trend["seq"].nunique() * scopes / MAX_CHART_ROWS)) if len(trend) else 1
+    if stride > 1:  # very long loops: every stride-th iteration is plenty for a line
+        trend = trend[trend["seq"] % stride == 0]
+    trend = trend.assign(scope=trend["scope"].astype(str)).rename(columns={"p50_ns": "median", "p95_ns": "p95"})
+    title = "Duration per iteration (nth instance in its warp): median solid, p95 dashed"
+    if stride > 1:
+        title += f", one iteration in {stride}"
+    return alt.Chart(trend).transform_fold(["median", "p95"], as_=["statistic", "duration_ns"]).mark_line(
+        point=alt.OverlayMarkDef(size=14),
+    ).encode(
+        x=alt.X("seq:Q", title="iteration (seq)"),
+        y=alt.Y("duration_ns:Q", title="duration (ns)"),
+        color=_scope_colour(trace),
+        strokeDash=alt.StrokeDash("statistic:N", legend=None,
+                                  scale=alt.Scale(domain=["median", "p95"], range=[[1, 0], [4, 3]])),
+        tooltip=[alt.Tooltip("scope:N"), alt.Tooltip("seq:Q"), alt.Tooltip("statistic:N"),
+                 alt.Tooltip("duration_ns:Q", format=",.0f"), alt.Tooltip("count:Q", format=",")],
+    ).properties(width=WIDTH, height=220, title=title)
+
+
+def warp_busy_share(trace: Trace) -> alt.Chart:
+    """Each warp's share of its lifetime inside an outermost scope (busy) and outside (idle),
+    warps ranked from busiest to idlest."""
+    activity = warp_activity(trace)
+    share = np.sort(activity.loc[activity["exited"], "busy_share"].to_numpy())[::-1]
+    if len(share) > WARP_POINTS:  # evenly spaced ranks draw the same curve
+        share = share[np.linspace(0, len(share) - 1, WARP_POINTS).round().astype(int)]
+    rank = np.linspace(0, 100, len(share)) if len(share) > 1 else np.zeros(len(share))
+    points = pd.DataFrame({"rank_pct": rank, "busy": share, "idle": 1 - share})
+    return alt.Chart(points).transform_fold(["busy", "idle"], as_=["state", "share"]).mark_area().encode(
+        x=alt.X("rank_pct:Q", title=f"warps ranked by busy share (% of {int(activity['exited'].sum()):,} warps)"),
+        y=alt.Y("share:Q", title="share of the warp's lifetime", stack="zero", axis=alt.Axis(format="%")),
+        color=alt.Color("state:N", title=None,
+                        scale=alt.Scale(domain=["busy", "idle"], range=["#4e79a7", "#d9dde3"])),
+        order=alt.Order("state:N", sort="ascending"),
+        tooltip=[alt.Tooltip("rank_pct:Q", title="rank (%)", format=".1f"), alt.Tooltip("state:N"),
+                 alt.Tooltip("share:Q", format=".1%")],
+    ).properties(width=WIDTH, height=180, title="Each warp's busy vs idle share")
+
+
+def all_charts(trace: Trace) -> list[tuple[str, alt.TopLevelMixin]]:
+    """The summary charts with a one-line caption each."""
+    if not isinstance(trace, Trace):
+        raise TypeError(f"charts need a gwatch_nb.Trace, got {type(trace).__name__}")
+    return [
+        ("Duration distribution per scope", duration_distribution(trace)),
+        ("Per-SM activity over time", sm_activity_over_time(trace)),
+        ("Duration per iteration", iteration_trend(trace)),
+        ("Busy vs idle share per warp", warp_busy_share(trace)),
+    ]
+
+
+def dashboard(trace: Trace) -> alt.VConcatChart:
+    """All summary charts, one above the other (what ``Trace.charts()`` shows)."""
+    return alt.vconcat(*(chart for _, chart in all_charts(trace))).resolve_scale(color="independent")

@@ -1,0 +1,152 @@
+"""Self-contained HTML reports: timelines, charts, statistics and warnings in one file.
+
+The page carries everything it needs inline (the front-end bundle with vega, vega-lite
+and vega-embed, the styles, each trace's data and chart specs), so it opens anywhere
+with no network. Names from traces are data: they are escaped in the HTML, drawn as
+text by the timeline and the charts, and embedded JSON cannot close its script tag."""
+from __future__ import annotations
+
+import datetime
+import html
+import math
+import os
+from pathlib import Path
+from typing import Sequence
+
+from .analysis import scope_stats
+from .charts import all_charts
+from .serializers import embedded_state, script_json, timeline_payload
+from .trace import Trace
+
+STATIC = Path(__file__).parent / "static"
+TIMELINE_HEIGHT = 480
+
+
+def _static(name: str) -> str:
+    """A built front-end file, checked to be safe to inline in a <script> or <style> element."""
+    text = (STATIC / name).read_text(encoding="utf-8")
+    if "</script" in text.lower() or "</style" in text.lower():
+        raise ValueError(f"static/{name} contains a closing </script or </style tag and cannot be inlined")
+    return text
+
+
+def format_ns(ns: float) -> str:
+    """ns as text: about four significant digits in the largest unit that keeps it >= 1."""
+    ns = float(ns)
+    scale, unit = next(((s, u) for s, u in ((1e9, "s"), (1e6, "ms"), (1e3, "µs")) if abs(ns) >= s), (1.0, "ns"))
+    value = ns / scale
+    if unit == "ns" and value.is_integer():
+        return f"{value:.0f} ns"
+    digits = max(0, 3 - int(math.floor(math.log10(max(abs(value), 1.0)))))
+    return f"{value:.{digits}f} {unit}"
+
+
+def _check_sections(title, sections) -> list[tuple[str, list[Trace]]]:
+    if not isinstance(title, str):
+        raise TypeError(f"title must be a string, got {type(title).__name__}")
+    if not isinstance(sections, Sequence) or isinstance(sections, (str, bytes)):
+        raise TypeError(f"sections must be a list of (heading, [Trace, ...]) pairs, got {type(sections).__name__}")
+    checked = []
+    for index, section in enumerate(sections):
+        if not (isinstance(section, (tuple, list)) and len(section) == 2 and isinstance(section[0], str)):
+            raise TypeError(f"section {index} must be a (heading, [Trace, ...]) pair")
+        heading, traces = section
+        if isinstance(traces, Trace) or not isinstance(traces, Sequence):
+            raise TypeError(f"section {index} ({heading!r}): the traces must be a list of Trace")
+        for trace in traces:
+            if not isinstance(trace, Trace):
+                raise TypeError(f"section {index} ({heading!r}): expected Trace objects, got {type(trace).__name__}")
+        checked.append((heading, list(traces)))
+    return checked
+
+
+def _stats_table(trace: Trace) -> str:
+    stats = scope_stats(trace.df)
+    head = "".join(f"<th>{h}</th>" for h in ("scope", "kernel", "instances", "min", "median", "mean", "p95", "max",
+                                             "total"))
+    rows = []
+    for row in stats.itertuples():
+        cells = [html.escape(str(row.scope)), html.escape(str(row.kernel)), f"{int(row.count):,}"]
+        cells += [format_ns(v) for v in (row.min_ns, row.p50_ns, row.mean_ns, row.p95_ns, row.max_ns, row.total_ns)]
+        rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
+    return (f'<table class="gw-stats"><thead><tr>{head}</tr></thead>'
+            f'<tbody>{"".join(rows)}</tbody></table>')
+
+
+def _run_facts(trace: Trace) -> str:
+    launches = trace.launches
+    kernels = ", ".join(sorted({str(k) for k in launches["kernel"]})) or "no kernel"
+    facts = [f"{len(launches)} launch{'es' if len(launches) != 1 else ''} of {kernels}",
+             f"{int(launches['warps'].sum()):,} warps" if len(launches) else "0 warps",
+             f"{len(trace.df):,} scope instances",
+             f"time: {trace.meta['time_source']}"]
+    if trace.meta.get("created"):
+        facts.append(f"recorded {trace.meta['created']}")
+    return " · ".join(html.escape(f) for f in facts)
+
+
+def _run(trace: Trace, section: int, run: int, runs: int) -> str:
+    key = f"{section}-{run}"
+    parts = [f'<article class="gw-run" id="run-{key}">']
+    if runs > 1:
+        kernels = ", ".join(sorted({r.kernel for r in trace.records})) or "no kernel"
+        parts.append(f"<h3>{html.escape(f'Run {run + 1}: {kernels}')}</h3>")
+    parts.append(f'<p class="gw-run-facts">{_run_facts(trace)}</p>')
+    if trace.warnings:
+        items = "".join(f"<li>{html.escape(str(w))}</li>" for w in trace.warnings)
+        parts.append(f'<ul class="gw-warnings">{items}</ul>')
+    state = embedded_state(timeline_payload(trace), launch=0, height=TIMELINE_HEIGHT, selected={})
+    parts.append(f'<div class="gw-timeline-mount" data-gw-timeline="gw-data-{key}"></div>')
+    parts.append(f'<script type="application/json" id="gw-data-{key}">{state}</script>')
+    parts.append('<div class="gw-charts">')
+    for index, (caption, chart) in enumerate(all_charts(trace)):
+        chart_id = f"gw-chart-{key}-{index}"
+        parts.append(f'<figure class="gw-chart-figure" aria-label="{html.escape(caption)}">'
+                     f'<div data-gw-chart="{chart_id}"></div></figure>'
+                     f'<script type="application/json" id="{chart_id}">{script_json(chart.to_dict())}</script>')
+    parts.append("</div>")
+    parts.append("<h4>Scope statistics</h4>")
+    parts.append(_stats_table(trace))
+    parts.append("</article>")
+    return "\n".join(parts)
+
+
+def render_document(title: str, sections: list[tuple[str, list[Trace]]], path) -> None:
+    """Write one self-contained HTML file: per section a heading, per trace (run) its
+    timeline, charts, scope statistics and warnings."""
+    checked = _check_sections(title, sections)
+    from . import __version__
+
+    generated = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    body = [f"<h1>{html.escape(title)}</h1>",
+            f'<p class="gw-generated">gwatch-nb {html.escape(__version__)} · written {generated}</p>']
+    if len(checked) > 1:
+        links = "".join(f'<li><a href="#section-{i}">{html.escape(h)}</a></li>' for i, (h, _) in enumerate(checked))
+        body.append(f'<ol class="gw-contents">{links}</ol>')
+    for index, (heading, traces) in enumerate(checked):
+        body.append(f'<section class="gw-section" id="section-{index}"><h2>{html.escape(heading)}</h2>')
+        if not traces:
+            body.append('<p class="gw-run-facts">no runs</p>')
+        body.extend(_run(trace, index, run, len(traces)) for run, trace in enumerate(traces))
+        body.append("</section>")
+    document = "\n".join([
+        "<!doctype html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>{html.escape(title)}</title>",
+        f"<style>{_static('widget.css')}\n{_static('report.css')}</style>",
+        '</head><body><main class="gw-report">',
+        *body,
+        "</main>",
+        f"<script>{_static('report.js')}</script>",
+        "</body></html>",
+    ])
+    Path(os.fspath(path)).write_text(document, encoding="utf-8")
+
+
+def write_trace_html(trace: Trace, path, title: str | None = None) -> None:
+    """One trace as a report of one section (what ``Trace.to_html`` writes)."""
+    if not isinstance(trace, Trace):
+        raise TypeError(f"expected a gwatch_nb.Trace, got {type(trace).__name__}")
+    kernels = ", ".join(sorted({r.kernel for r in trace.records})) or "trace"
+    render_document(title if title is not None else f"gwatch-nb: {kernels}", [(kernels, [trace])], path)

@@ -1,0 +1,151 @@
+"""A Trace as the timeline front end receives it: columns as binary little-endian arrays.
+
+Instances keep ``Trace.df``'s row order (grouped by warp, in start order within a warp),
+so an instance's position is its DataFrame row. Times are ns from each launch's start:
+uint32 while they fit (4.29 s), float64 beyond, which is exact to 2**53 ns either way.
+In a widget the arrays travel as binary comm buffers; in an HTML file as zlib + base64."""
+from __future__ import annotations
+
+import base64
+import json
+import zlib
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from .trace import Trace
+
+PAYLOAD_VERSION = 1
+
+#: Scope colours, in order of first appearance (Tableau 10 then Tableau 20's light tones):
+#: distinct at a glance, and the same in the timeline and the charts.
+SCOPE_COLOURS = (
+    "#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7", "#9c755f",
+    "#bab0ac", "#a0cbe8", "#ffbe7d", "#8cd17d", "#f1ce63", "#86bcb6", "#ff9d9a", "#d4a6c8", "#fabfd2",
+    "#d7b5a6", "#79706e",
+)
+
+_WARP_KEYS = ["launch", "block_x", "block_y", "block_z", "warp"]
+
+
+def scope_colours(count: int) -> list[str]:
+    """One colour per scope name; past the palette's end colours repeat."""
+    return [SCOPE_COLOURS[i % len(SCOPE_COLOURS)] for i in range(count)]
+
+
+def binary_array(values: np.ndarray) -> dict:
+    """A numpy array as ``{dtype, shape, view}``, ``view`` a memoryview of its little-endian bytes."""
+    values = np.ascontiguousarray(values)
+    if values.dtype.byteorder == ">":
+        values = values.astype(values.dtype.newbyteorder("<"))
+    return {"dtype": values.dtype.name, "shape": list(values.shape), "view": memoryview(values).cast("B")}
+
+
+def _unsigned(values: np.ndarray) -> np.ndarray:
+    """The narrowest unsigned integer type (up to 32 bits) that holds non-negative values."""
+    values = np.asarray(values)
+    top = int(values.max()) if values.size else 0
+    if values.size and int(values.min()) < 0:
+        raise ValueError("negative values where counts or ids were expected")
+    for dtype in (np.uint8, np.uint16, np.uint32):
+        if top <= np.iinfo(dtype).max:
+            return values.astype(dtype)
+    raise OverflowError(f"value {top} does not fit 32 bits")
+
+
+def _times(ns: np.ndarray) -> np.ndarray:
+    """uint32 ns while every value fits, else float64 (exact below 2**53 ns, 104 days)."""
+    ns = np.asarray(ns, np.int64)
+    if ns.size == 0 or (ns.min() >= 0 and ns.max() <= np.iinfo(np.uint32).max):
+        return ns.astype(np.uint32)
+    if np.abs(ns).max() > 2 ** 53:
+        raise OverflowError("times beyond 2**53 ns cannot be shown exactly")
+    return ns.astype(np.float64)
+
+
+def _warp_rows(df, warps) -> np.ndarray:
+    """For each instance, the row of its warp in ``warps``."""
+    keys = [np.asarray(warps[k], np.int64) for k in _WARP_KEYS]
+    dims = tuple(int(max(k.max(), 0)) + 1 for k in keys) if len(warps) else (1,) * len(keys)
+    warp_key = np.ravel_multi_index(keys, dims)
+    instance_key = np.ravel_multi_index([np.asarray(df[k], np.int64) for k in _WARP_KEYS], dims)
+    order = np.argsort(warp_key, kind="stable")
+    found = np.searchsorted(warp_key[order], instance_key)
+    found = np.minimum(found, len(order) - 1)
+    if len(instance_key) and not np.array_equal(warp_key[order][found], instance_key):
+        raise ValueError("the trace has scope instances of a warp it does not list")
+    return order[found]
+
+
+def timeline_payload(trace: "Trace") -> dict:
+    """Everything the timeline draws, as small JSON plus binary arrays."""
+    df, warps, launches = trace.df, trace.warps, trace.launches
+    warp_row = _warp_rows(df, warps)
+    if np.any(np.diff(warp_row) < 0):
+        raise ValueError("the trace's scope instances are not grouped by warp in warp order")
+    first = np.zeros(len(warps) + 1, np.int64)
+    np.cumsum(np.bincount(warp_row, minlength=len(warps)), out=first[1:])
+
+    names = [str(name) for name in df["scope"].cat.categories]
+    last_end = df.groupby("launch")["end_ns"].max()
+    launch_info = []
+    for row in launches.itertuples():
+        # A warp that never exited has no exit time: its last scope still bounds the launch.
+        duration = max(int(row.duration_ns), int(last_end.get(row.launch, 0)))
+        launch_info.append({"kernel": str(row.kernel), "grid": [int(g) for g in row.grid],
+                            "block": [int(b) for b in row.block], "duration_ns": duration,
+                            "warps": int(row.warps), "instances": int(row.scope_instances)})
+    return {
+        "version": PAYLOAD_VERSION,
+        "tier": trace.meta["tier"],
+        "time_source": trace.meta["time_source"],
+        "launches": launch_info,
+        "scopes": {"names": names, "colors": scope_colours(len(names))},
+        "warnings": [str(w) for w in trace.warnings],
+        "warps": {
+            "launch": binary_array(_unsigned(warps["launch"])),
+            "sm": binary_array(_unsigned(warps["sm"])),
+            "block_x": binary_array(_unsigned(warps["block_x"])),
+            "block_y": binary_array(_unsigned(warps["block_y"])),
+            "block_z": binary_array(_unsigned(warps["block_z"])),
+            "warp": binary_array(_unsigned(warps["warp"])),
+            "start_ns": binary_array(warps["start_ns"].to_numpy(np.float64)),
+            "end_ns": binary_array(warps["end_ns"].to_numpy(np.float64)),
+            "first": binary_array(first.astype(np.uint32)),
+        },
+        "instances": {
+            "start_ns": binary_array(_times(df["start_ns"].to_numpy())),
+            "duration_ns": binary_array(_times(df["duration_ns"].to_numpy())),
+            "scope": binary_array(_unsigned(df["scope"].cat.codes.to_numpy())),
+            "depth": binary_array(_unsigned(df["depth"].to_numpy())),
+            "seq": binary_array(_unsigned(df["seq"].to_numpy())),
+        },
+    }
+
+
+def payload_nbytes(payload: dict) -> int:
+    """Bytes of all binary arrays in a payload."""
+    return sum(column["view"].nbytes for table in ("warps", "instances") for column in payload[table].values())
+
+
+def _pack_buffers(value):
+    if isinstance(value, dict):
+        if isinstance(value.get("view"), memoryview):
+            packed = base64.b64encode(zlib.compress(value["view"], 6)).decode("ascii")
+            return {**value, "view": {"$zlib_base64": packed}}
+        return {k: _pack_buffers(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_pack_buffers(v) for v in value]
+    return value
+
+
+def script_json(value) -> str:
+    """JSON safe inside an HTML ``<script type="application/json">``: no ``<`` can end it."""
+    return (json.dumps(value, separators=(",", ":"), allow_nan=False)
+            .replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026"))
+
+
+def embedded_state(payload: dict, **traits) -> str:
+    """A widget state (the payload and other traits) for an HTML page, binary arrays as zlib + base64."""
+    return script_json({"payload": _pack_buffers(payload), **traits})

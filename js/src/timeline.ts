@@ -1,0 +1,455 @@
+// The timeline component: DOM, input handling and model binding around the painter.
+
+import { buildLanes, layoutRows, rowAt, shownNode, ROW_PADDING, TRACK_HEIGHT, type LaneNode, type Lanes, type Row } from "./lanes";
+import { firstStartingAt } from "./lod";
+import { AXIS_HEIGHT, GUTTER_WIDTH, Painter, type Theme } from "./painter";
+import { decodePayload, type Payload, type TimelineData } from "./payload";
+import { formatExactNs, formatTime } from "./timefmt";
+import { Viewport } from "./viewport";
+
+/** What the timeline needs of an anywidget model (the report page supplies its own). */
+export interface WidgetModel {
+  get(name: string): any;
+  set(name: string, value: unknown): void;
+  save_changes(): void;
+  on(event: string, callback: () => void): void;
+  off(event?: string | null, callback?: (() => void) | null): void;
+}
+
+/** Pointer travel (px) below which a press counts as a click, not a drag. */
+const CLICK_SLOP = 3;
+/** A slice this many pixels away still counts as hovered. */
+const PICK_SLOP = 3;
+
+function element<K extends keyof HTMLElementTagNameMap>(tag: K, className: string, parent?: HTMLElement): HTMLElementTagNameMap[K] {
+  const node = document.createElement(tag);
+  node.className = className;
+  parent?.appendChild(node);
+  return node;
+}
+
+export class Timeline {
+  private readonly model: WidgetModel;
+  private readonly data: TimelineData;
+  private readonly painter: Painter;
+  private readonly view = new Viewport();
+  private readonly root: HTMLDivElement;
+  private readonly body: HTMLDivElement;
+  private readonly canvas: HTMLCanvasElement;
+  private readonly spacer: HTMLDivElement;
+  private readonly tooltip: HTMLDivElement;
+  private readonly status: HTMLSpanElement;
+  private readonly selection: HTMLSpanElement;
+  private launchSelect: HTMLSelectElement | null = null;
+  private readonly lanesByLaunch = new Map<number, Lanes>();
+  private launch = -1;
+  private lanes!: Lanes;
+  private rows: Row[] = [];
+  private rowOf = new Map<LaneNode, Row>();
+  private contentHeight = 0;
+  private maxHeight = 520;
+  private theme!: Theme;
+  private hovered = -1;
+  private selected = -1;
+  private frameRequested = false;
+  private frames = 0;
+  private drag: { x: number; y: number; lastX: number; scrollTop: number; moved: boolean } | null = null;
+
+  constructor(el: HTMLElement, model: WidgetModel, signal: AbortSignal) {
+    this.model = model;
+    this.data = decodePayload(model.get("payload") as Payload);
+    this.painter = new Painter(this.data);
+
+    this.root = element("div", "gw-timeline", el);
+    const toolbar = element("div", "gw-toolbar", this.root);
+    this.buildLaunchPicker(toolbar, signal);
+    this.status = element("span", "gw-status", toolbar);
+    this.buildTimeSource(toolbar);
+    this.buildWarnings(toolbar);
+    this.buildLegend();
+    this.body = element("div", "gw-body", this.root);
+    this.canvas = element("canvas", "gw-canvas", this.body);
+    this.canvas.setAttribute("role", "img");
+    this.canvas.setAttribute("aria-label", "scope instances per warp over time");
+    this.spacer = element("div", "gw-spacer", this.body);
+    this.tooltip = element("div", "gw-tooltip", this.root);
+    this.tooltip.hidden = true;
+    const footer = element("div", "gw-footer", this.root);
+    element("span", "gw-hint", footer).textContent =
+      "wheel: zoom · drag: pan · double-click: whole launch · click: select · click a group: expand/collapse";
+    this.selection = element("span", "gw-selection", footer);
+
+    this.bindInput(signal);
+    this.bindModel(signal);
+    signal.addEventListener("abort", () => this.root.remove());
+    this.setHeight();
+    this.showLaunch(this.clampLaunch(model.get("launch")));
+    this.setSelected(model.get("selected"));
+  }
+
+  // ------------------------------------------------------------------ building
+
+  private buildLaunchPicker(toolbar: HTMLElement, signal: AbortSignal): void {
+    const launches = this.data.launches;
+    if (launches.length < 2) return;
+    const label = element("label", "gw-launch", toolbar);
+    label.append("launch ");
+    const select = element("select", "gw-launch-select", label);
+    this.launchSelect = select;
+    launches.forEach((launch, index) => {
+      const option = element("option", "", select);
+      option.value = String(index);
+      option.textContent = `${index}: ${launch.kernel} · ${formatTime(launch.duration_ns)}`;
+    });
+    select.addEventListener("change", () => {
+      this.model.set("launch", Number(select.value));
+      this.model.save_changes();
+      this.showLaunch(Number(select.value));
+    }, { signal });
+  }
+
+  private buildTimeSource(toolbar: HTMLElement): void {
+    const source = element("span", "gw-time-source", toolbar);
+    const host = this.data.tier === "interpreter";
+    source.textContent = host ? "host time (interpreter), not GPU time" : "GPU time";
+    source.classList.toggle("gw-host-time", host);
+    source.title = `time: ${this.data.timeSource}; 0 = the launch's first warp entry`;
+  }
+
+  private buildWarnings(toolbar: HTMLElement): void {
+    const warnings = this.data.warnings;
+    if (!warnings.length) return;
+    const badge = element("span", "gw-warning-badge", toolbar);
+    badge.textContent = `⚠ ${warnings.length} warning${warnings.length === 1 ? "" : "s"}`;
+    badge.title = warnings.join("\n");
+  }
+
+  private buildLegend(): void {
+    const legend = element("div", "gw-legend", this.root);
+    this.data.scopeNames.forEach((name, index) => {
+      const item = element("span", "gw-legend-item", legend);
+      const swatch = element("span", "gw-swatch", item);
+      swatch.style.background = this.data.scopeColors[index];
+      element("span", "gw-legend-name", item).textContent = name;
+    });
+  }
+
+  // ------------------------------------------------------------------ state
+
+  private clampLaunch(value: unknown): number {
+    const index = Number(value);
+    return Number.isInteger(index) && index >= 0 && index < this.data.launches.length ? index : 0;
+  }
+
+  private showLaunch(index: number): void {
+    if (index === this.launch) return;
+    this.launch = index;
+    if (this.launchSelect) this.launchSelect.value = String(index);
+    let lanes = this.lanesByLaunch.get(index);
+    if (!lanes) {
+      lanes = buildLanes(this.data, index);
+      this.lanesByLaunch.set(index, lanes);
+    }
+    this.lanes = lanes;
+    this.relayout();
+    this.view.reset(this.data.launches[index].duration_ns, this.timeWidth());
+    const info = this.data.launches[index];
+    this.status.textContent = `${info.kernel} · grid (${info.grid.join(", ")}) · block (${info.block.join(", ")}) · `
+      + `${info.warps.toLocaleString("en-US")} warps · ${info.instances.toLocaleString("en-US")} scope instances · `
+      + formatTime(info.duration_ns);
+    this.setHovered(-1);
+    this.requestDraw();
+  }
+
+  private relayout(): void {
+    const layout = layoutRows(this.lanes.roots);
+    this.rows = layout.rows;
+    this.rowOf = layout.rowOf;
+    this.contentHeight = layout.height;
+    // The rows area is as tall as its rows, up to the `height` trait; beyond, it scrolls.
+    const height = Math.min(this.maxHeight, AXIS_HEIGHT + this.contentHeight);
+    if (this.body.style.height !== `${height}px`) this.body.style.height = `${height}px`;
+    this.spacer.style.height = `${Math.max(0, AXIS_HEIGHT + this.contentHeight - height)}px`;
+  }
+
+  private setHeight(): void {
+    this.maxHeight = Math.max(120, Number(this.model.get("height")) || 520);
+  }
+
+  private setSelected(value: unknown): void {
+    const row = (value as { row?: unknown } | null)?.row;
+    this.selected = typeof row === "number" && row >= 0 && row < this.data.instances.count ? row : -1;
+    this.selection.textContent = this.selected >= 0 ? `selected: ${this.describeShort(this.selected)}` : "";
+    this.requestDraw();
+  }
+
+  private select(instance: number): void {
+    this.model.set("selected", instance >= 0 ? this.describe(instance) : {});
+    this.model.save_changes();
+    this.setSelected(instance >= 0 ? { row: instance } : {});
+  }
+
+  private setHovered(instance: number): void {
+    if (instance === this.hovered) return;
+    this.hovered = instance;
+    this.requestDraw();
+  }
+
+  // ------------------------------------------------------------------ instances
+
+  private warpOf(instance: number): number {
+    const first = this.data.warps.first;
+    let lo = 0;
+    let hi = this.data.warps.count - 1;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >>> 1;
+      if (first[mid] <= instance) lo = mid; else hi = mid - 1;
+    }
+    return lo;
+  }
+
+  /** Everything about one instance, as `selected` carries it to Python. */
+  private describe(instance: number): Record<string, unknown> {
+    const i = this.data.instances;
+    const w = this.data.warps;
+    const warp = this.warpOf(instance);
+    const launch = w.launch[warp];
+    return {
+      row: instance, launch, kernel: this.data.launches[launch].kernel, scope: this.data.scopeNames[i.scope[instance]],
+      block: [w.blockX[warp], w.blockY[warp], w.blockZ[warp]], warp: w.warp[warp], sm: w.sm[warp],
+      start_ns: i.startNs[instance], end_ns: i.startNs[instance] + i.durationNs[instance],
+      duration_ns: i.durationNs[instance], depth: i.depth[instance], seq: i.seq[instance],
+    };
+  }
+
+  private describeShort(instance: number): string {
+    const d = this.describe(instance);
+    return `${d.scope} · block (${(d.block as number[]).join(", ")}) warp ${d.warp} · SM ${d.sm} · `
+      + `start ${formatTime(d.start_ns as number)} · ${formatTime(d.duration_ns as number)}`;
+  }
+
+  /** The row on screen and depth where an instance of this launch is drawn, or null. */
+  private placeOf = (instance: number): { row: Row; depth: number } | null => {
+    const leaf = this.lanes.leafOfWarp.get(this.warpOf(instance));
+    const row = leaf && this.rowOf.get(shownNode(leaf));
+    return row ? { row, depth: this.data.instances.depth[instance] } : null;
+  };
+
+  /** The instance under canvas point (x, y), or -1. */
+  private pick(x: number, y: number): number {
+    if (x < GUTTER_WIDTH || y < AXIS_HEIGHT) return -1;
+    const row = rowAt(this.rows, y - AXIS_HEIGHT + this.body.scrollTop);
+    if (!row || !row.drawsSlices) return -1;
+    const depth = Math.floor((y - AXIS_HEIGHT + this.body.scrollTop - row.top - ROW_PADDING) / TRACK_HEIGHT);
+    if (depth < 0 || depth >= row.node.depthCount) return -1;
+    const t = this.view.timeAt(x - GUTTER_WIDTH);
+    const slop = PICK_SLOP * this.view.nsPerPx;
+    const { startNs, durationNs } = this.data.instances;
+    const tracks = row.node.depthTracks()[depth] ?? [];
+    // A warp's own track: every slice, by binary search. A group: what its row draws now.
+    const candidates = tracks.length === 1 ? tracks[0].rows : this.painter.slicesOf(row.node, depth, this.view);
+    const last = firstStartingAt(candidates, startNs, t + slop) - 1;
+    let best = -1;
+    let bestDistance = Infinity;
+    const reach = tracks.length === 1 ? Math.max(0, last - 1) : 0;
+    for (let k = last; k >= reach; k--) {
+      const r = candidates[k];
+      const end = startNs[r] + durationNs[r];
+      const distance = t < startNs[r] ? startNs[r] - t : t > end ? t - end : 0;
+      if (distance <= slop && (distance < bestDistance || (distance === bestDistance && durationNs[r] > durationNs[best]))) {
+        best = r;
+        bestDistance = distance;
+      }
+    }
+    return best;
+  }
+
+  /** A click on a group's label, or anywhere on an expanded group's header, toggles it. */
+  private toggleGroup(x: number, y: number): boolean {
+    if (y < AXIS_HEIGHT) return false;
+    const row = rowAt(this.rows, y - AXIS_HEIGHT + this.body.scrollTop);
+    if (!row || !row.node.isGroup || (x >= GUTTER_WIDTH && row.drawsSlices)) return false;
+    row.node.collapsed = !row.node.collapsed;
+    this.relayout();
+    this.requestDraw();
+    return true;
+  }
+
+  // ------------------------------------------------------------------ input
+
+  private bindInput(signal: AbortSignal): void {
+    const canvas = this.canvas;
+    const at = (event: MouseEvent) => {
+      const box = canvas.getBoundingClientRect();
+      return { x: event.clientX - box.left, y: event.clientY - box.top };
+    };
+    canvas.addEventListener("wheel", (event) => {
+      const { x } = at(event);
+      if (x < GUTTER_WIDTH) return; // over the labels the wheel scrolls the rows
+      event.preventDefault();
+      const unit = event.deltaMode === 1 ? 0.05 : event.deltaMode === 2 ? 1 : 0.002;
+      if (Math.abs(event.deltaX) > Math.abs(event.deltaY)) this.view.panBy(-event.deltaX);
+      else this.view.zoomAt(x - GUTTER_WIDTH, Math.exp(event.deltaY * unit));
+      this.hideTooltip();
+      this.requestDraw();
+    }, { passive: false, signal });
+    canvas.addEventListener("pointerdown", (event) => {
+      if (event.button !== 0) return;
+      const { x, y } = at(event);
+      this.drag = { x, y, lastX: x, scrollTop: this.body.scrollTop, moved: false };
+      canvas.setPointerCapture(event.pointerId);
+    }, { signal });
+    canvas.addEventListener("pointermove", (event) => {
+      const { x, y } = at(event);
+      const drag = this.drag;
+      if (!drag) {
+        this.hover(x, y);
+        return;
+      }
+      if (!drag.moved && Math.hypot(x - drag.x, y - drag.y) < CLICK_SLOP) return;
+      drag.moved = true;
+      canvas.classList.add("gw-dragging");
+      this.view.panBy(x - drag.lastX);
+      drag.lastX = x;
+      this.body.scrollTop = drag.scrollTop - (y - drag.y);
+      this.hideTooltip();
+      this.requestDraw();
+    }, { signal });
+    canvas.addEventListener("pointerup", (event) => {
+      const drag = this.drag;
+      this.drag = null;
+      canvas.classList.remove("gw-dragging");
+      if (canvas.hasPointerCapture(event.pointerId)) canvas.releasePointerCapture(event.pointerId);
+      if (!drag || drag.moved) return;
+      const { x, y } = at(event);
+      if (this.toggleGroup(x, y)) return;
+      this.select(this.pick(x, y));
+    }, { signal });
+    canvas.addEventListener("dblclick", () => {
+      this.view.reset(this.data.launches[this.launch].duration_ns, this.timeWidth());
+      this.requestDraw();
+    }, { signal });
+    canvas.addEventListener("pointerleave", () => {
+      if (!this.drag) this.hideTooltip();
+    }, { signal });
+    this.body.addEventListener("scroll", () => this.requestDraw(), { signal });
+    const resize = new ResizeObserver(() => this.resize());
+    resize.observe(this.body);
+    signal.addEventListener("abort", () => resize.disconnect());
+  }
+
+  private bindModel(signal: AbortSignal): void {
+    const onLaunch = () => this.showLaunch(this.clampLaunch(this.model.get("launch")));
+    const onSelected = () => this.setSelected(this.model.get("selected"));
+    const onHeight = () => { this.setHeight(); this.relayout(); };
+    this.model.on("change:launch", onLaunch);
+    this.model.on("change:selected", onSelected);
+    this.model.on("change:height", onHeight);
+    signal.addEventListener("abort", () => {
+      this.model.off("change:launch", onLaunch);
+      this.model.off("change:selected", onSelected);
+      this.model.off("change:height", onHeight);
+    });
+  }
+
+  private hover(x: number, y: number): void {
+    const instance = this.pick(x, y);
+    this.setHovered(instance);
+    if (instance < 0) {
+      this.hideTooltip();
+      return;
+    }
+    this.showTooltip(instance, x, y);
+  }
+
+  private showTooltip(instance: number, x: number, y: number): void {
+    const d = this.describe(instance);
+    const tip = this.tooltip;
+    tip.replaceChildren();
+    element("div", "gw-tooltip-title", tip).textContent = String(d.scope);
+    const lines = [
+      `block (${(d.block as number[]).join(", ")}) · warp ${d.warp} · SM ${d.sm}`,
+      `start ${formatTime(d.start_ns as number)} (${formatExactNs(d.start_ns as number)})`,
+      `duration ${formatTime(d.duration_ns as number)}`,
+      `instance ${(d.seq as number) + 1} of ${d.scope} in this warp (seq ${d.seq})`
+        + ((d.depth as number) > 0 ? ` · depth ${d.depth}` : ""),
+    ];
+    for (const line of lines) element("div", "gw-tooltip-line", tip).textContent = line;
+    tip.hidden = false;
+    const box = this.root.getBoundingClientRect();
+    const canvasBox = this.canvas.getBoundingClientRect();
+    // Beside the pointer, on whichever side keeps it inside the widget.
+    const px = canvasBox.left - box.left + x;
+    const py = canvasBox.top - box.top + y;
+    const left = px + 14 + tip.offsetWidth <= box.width ? px + 14 : Math.max(0, px - 14 - tip.offsetWidth);
+    const top = py + 14 + tip.offsetHeight <= box.height ? py + 14 : Math.max(0, py - 14 - tip.offsetHeight);
+    tip.style.left = `${left}px`;
+    tip.style.top = `${top}px`;
+  }
+
+  private hideTooltip(): void {
+    this.tooltip.hidden = true;
+    this.setHovered(-1);
+  }
+
+  // ------------------------------------------------------------------ drawing
+
+  private timeWidth(): number {
+    return Math.max(1, this.body.clientWidth - GUTTER_WIDTH);
+  }
+
+  private resize(): void {
+    this.view.resize(this.timeWidth());
+    this.relayout();
+    this.readTheme();
+    this.requestDraw();
+  }
+
+  private readTheme(): void {
+    const style = getComputedStyle(this.root);
+    const read = (name: string, fallback: string) => style.getPropertyValue(name).trim() || fallback;
+    this.theme = {
+      background: read("--gw-background", "#ffffff"), foreground: read("--gw-foreground", "#1f2328"),
+      muted: read("--gw-muted", "#6e7781"), grid: read("--gw-grid", "#e4e7eb"),
+      lifetime: read("--gw-lifetime", "#f1f3f5"), header: read("--gw-header", "#f6f8fa"),
+      highlight: read("--gw-highlight", "#d6336c"),
+    };
+  }
+
+  private requestDraw(): void {
+    if (this.frameRequested) return;
+    this.frameRequested = true;
+    requestAnimationFrame(() => {
+      this.frameRequested = false;
+      this.draw();
+    });
+  }
+
+  private draw(): void {
+    const width = this.body.clientWidth;
+    const height = this.body.clientHeight;
+    if (width === 0 || height === 0) return; // not attached yet; the resize observer calls back
+    if (!this.theme) this.readTheme();
+    const began = performance.now();
+    const dpr = window.devicePixelRatio || 1;
+    const canvas = this.canvas;
+    if (canvas.width !== Math.round(width * dpr) || canvas.height !== Math.round(height * dpr)) {
+      canvas.width = Math.round(width * dpr);
+      canvas.height = Math.round(height * dpr);
+      canvas.style.width = `${width}px`;
+      canvas.style.height = `${height}px`;
+    }
+    const ctx = canvas.getContext("2d");
+    if (!ctx) return;
+    this.painter.draw(ctx, {
+      rows: this.rows, scrollTop: this.body.scrollTop, widthPx: width, heightPx: height, dpr,
+      view: this.view, theme: this.theme, hovered: this.hovered, selected: this.selected, placeOf: this.placeOf,
+    });
+    // Timings on the element, for benchmarks and tests: draw cost, frame count, first paint.
+    const ended = performance.now();
+    this.frames += 1;
+    this.root.dataset.drawMs = (ended - began).toFixed(2);
+    this.root.dataset.frames = String(this.frames);
+    if (this.frames === 1) this.root.dataset.firstPaintMs = ended.toFixed(1);
+  }
+}

@@ -1,0 +1,117 @@
+"""Instrumented kernels under compute-sanitizer, at their natural capacity and at a capacity
+so small that most events overflow. Run on a GPU machine:
+
+    compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 3 python tests/sanitizer_check.py
+    compute-sanitizer --tool racecheck --error-exitcode 3 python tests/sanitizer_check.py --quick
+
+CUPTI refuses subscribers while a sanitizer is attached (it is such a tool), so this
+launches each instrumented copy directly: the arguments Triton passed to the original
+(read from Triton's own record of which arguments it kept), then the trace buffer and
+capacity, with the same buffer setup and collection as a trace session. Exit status 0:
+every output equals the original kernel's and every warp counted exactly the events its
+loops make (the sanitizer itself exits with 3 when it finds anything)."""
+import argparse
+import ctypes
+import os
+import re
+import sys
+
+import numpy as np
+import torch
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "examples"))
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+
+import attention  # noqa: E402
+import matmul  # noqa: E402
+import softmax  # noqa: E402
+from cuda.bindings import driver as cu  # noqa: E402
+from gwatch_nb import layout  # noqa: E402
+from gwatch_nb.cuda import driver  # noqa: E402
+from gwatch_nb.cuda.instrumented import instrument_kernel  # noqa: E402
+from gwatch_nb.cuda.session import PendingLaunch, TraceSession, new_buffer  # noqa: E402
+from gwatch_nb.sources import KernelSource, _metadata_dict  # noqa: E402
+
+CTYPES = {"u64": ctypes.c_uint64, "b64": ctypes.c_uint64, "u32": ctypes.c_uint32, "b32": ctypes.c_uint32,
+          "s32": ctypes.c_int32, "f32": ctypes.c_float}
+
+
+def _param_types(ptx: str, name: str) -> list[str]:
+    header = ptx[ptx.index(f".entry {name}("):]
+    return re.findall(r"\.param\s+\.(\w+)", header[:header.index(")")])
+
+
+def _value(argument, kind: str):
+    if isinstance(argument, torch.Tensor):
+        argument = argument.data_ptr()
+    return CTYPES[kind](argument)
+
+
+def direct_launch(compiled, grid, arguments, capacity, expected_per_warp):
+    """Launch the instrumented copy of a launched Triton kernel with the same arguments."""
+    source = KernelSource(compiled.name, compiled.asm["ptx"], _metadata_dict(compiled.metadata), "compiled-kernel")
+    context = int(driver.check(cu.cuCtxGetCurrent(), "cuCtxGetCurrent"))
+    kernel = instrument_kernel(context, compiled.function, source)
+    kept = [a for i, a in enumerate(arguments) if (i,) not in compiled.src.constants]
+    types = _param_types(source.ptx, compiled.name)
+    kept += [0] * (len(types) - len(kept))  # Triton's scratch pointers: these kernels need none
+    threads = compiled.metadata.num_warps * 32
+    num_slots = int(np.prod(grid)) * compiled.metadata.num_warps
+    pointer = new_buffer(capacity, num_slots, 0)
+    values = [_value(a, t) for a, t in zip(kept, types)] + [ctypes.c_uint64(pointer), ctypes.c_uint32(capacity)]
+    params = (ctypes.c_void_p * len(values))(*[ctypes.addressof(v) for v in values])
+    driver.check(cu.cuLaunchKernel(kernel.function, *grid, threads, 1, 1, compiled.metadata.shared,
+                                   cu.CUstream(0), ctypes.addressof(params), 0), "cuLaunchKernel")
+    driver.check(cu.cuCtxSynchronize(), "cuCtxSynchronize")
+    launch = PendingLaunch(compiled.name, tuple(grid), (threads, 1, 1), capacity, num_slots, pointer,
+                           layout.buffer_bytes(capacity, num_slots), context, 0, {})
+    records = TraceSession.collect(launch)
+    driver.free(pointer)
+    attempted = records.warps["n_events"].astype(np.int64) + records.warps["n_dropped"]
+    assert (attempted == expected_per_warp).all(), (compiled.name, attempted[:8], expected_per_warp)
+    assert (records.warps["n_events"] == np.minimum(expected_per_warp, capacity)).all()
+    return records
+
+
+def cases():
+    """(name, kernel, grid, arguments given the output tensor, launch options, output shape, events per warp)."""
+    torch.manual_seed(0)
+    a = torch.randn(256, 256, device="cuda", dtype=torch.float16)
+    q, k, v = (torch.randn(1, 2, 256, 64, device="cuda", dtype=torch.float16) for _ in range(3))
+    x = torch.randn(96, 1000, device="cuda", dtype=torch.float16)
+    causal = np.repeat([attention.events_per_warp(256, causal=True, start_m=m) for m in (0, 1)], 4)
+    return [
+        ("matmul", matmul.matmul_kernel, (2, 2, 1),
+         lambda c: (a, a, c, 256, 256, 256, *a.stride(), *a.stride(), *c.stride(), 128, 128, 64),
+         {"num_warps": 8, "num_stages": 3}, (256, 256), np.full(32, matmul.events_per_warp(256))),
+        ("attention causal", attention.attn_fwd, (2, 2, 1),
+         lambda o: (q, k, v, o, 0.125, *q.stride(), *k.stride(), *v.stride(), *o.stride(), 2, 256, 64, 128, 64, True),
+         {"num_warps": 4, "num_stages": 3}, (1, 2, 256, 64), np.tile(causal, 2)),
+        ("softmax", softmax.softmax_kernel, (16, 1, 1),
+         lambda o: (x, o, 96, 1000, x.stride(0), o.stride(0), 1024),
+         {"num_warps": 8}, (96, 1000), np.repeat([softmax.events_per_warp(96, 16, p) for p in range(16)], 8)),
+    ]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true", help="one kernel, one capacity (racecheck is slow)")
+    args = parser.parse_args()
+    failures = 0
+    for name, kernel, grid, make_arguments, options, shape, per_warp in cases()[:1] if args.quick else cases():
+        original = torch.empty(shape, device="cuda", dtype=torch.float16)
+        compiled = kernel[grid](*make_arguments(original), **options)
+        natural = (int(per_warp.max()) + 1) & ~1
+        for capacity in (natural,) if args.quick else (natural, 2):
+            out = torch.full(shape, float("nan"), device="cuda", dtype=torch.float16)
+            records = direct_launch(compiled, grid, make_arguments(out), capacity, per_warp)
+            same = torch.equal(out, original)
+            failures += not same
+            print(f"{name} capacity={capacity}: same output {same}, {records.events_recorded} events kept, "
+                  f"{records.events_dropped} dropped", flush=True)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,95 @@
+"""The anywidget module itself (static/widget.js) in Chromium, driven the way a widget host
+drives it: ``render({model, el, signal})`` with the payload's columns as DataViews. The
+bytes sit at offsets inside larger buffers, as comm buffers may; aligned or not, the
+drawing must be the same. Aborting the signal removes the widget."""
+import base64
+import os
+import shutil
+
+import pytest
+
+pytestmark = pytest.mark.browser
+
+CHROMIUM = os.environ.get("GWATCH_CHROMIUM", "/usr/bin/chromium")
+if not (os.path.exists(CHROMIUM) or shutil.which(CHROMIUM)):
+    pytest.skip(f"browser tests need Chromium at {CHROMIUM} (apt-get install chromium)", allow_module_level=True)
+sync_api = pytest.importorskip("playwright.sync_api", reason="browser tests need playwright (pip install playwright)")
+
+import gwatch_nb  # noqa: E402
+from conftest import FIXTURES  # noqa: E402
+from gwatch_nb.serializers import timeline_payload  # noqa: E402
+from test_browser import COLOUR_SCAN, _rgb  # noqa: E402
+
+ORIGIN = "http://gwatch.test"
+STATIC = os.path.join(os.path.dirname(gwatch_nb.__file__), "static")
+
+# Mount the widget into a fresh element with every column copied to `offset` bytes into
+# its own buffer; resolve with the canvas once the first frame is drawn.
+MOUNT_JS = """async ([state, offset]) => {
+  const { default: widget } = await import('/widget.js');
+  const payload = JSON.parse(JSON.stringify(state));
+  for (const table of ['warps', 'instances']) {
+    for (const column of Object.values(payload[table])) {
+      const text = atob(column.view);
+      const buffer = new ArrayBuffer(text.length + offset + 8);
+      const bytes = new Uint8Array(buffer, offset, text.length);
+      for (let i = 0; i < text.length; i++) bytes[i] = text.charCodeAt(i);
+      column.view = new DataView(buffer, offset, text.length);
+    }
+  }
+  const traits = { payload, launch: 0, height: 400, selected: {} };
+  const model = { get: (k) => traits[k], set() {}, save_changes() {}, on() {}, off() {} };
+  const el = document.createElement('div');
+  document.body.appendChild(el);
+  const controller = new AbortController();
+  const cleanup = widget.render({ model, el, signal: controller.signal });
+  const root = el.querySelector('.gw-timeline');
+  while (!(Number(root.dataset.frames) >= 1)) await new Promise(r => requestAnimationFrame(r));
+  window.mounted = { el, controller, cleanup };
+  return el.querySelector('canvas').toDataURL();
+}"""
+
+
+@pytest.fixture(scope="module")
+def state():
+    payload = timeline_payload(gwatch_nb.load(f"{FIXTURES}/matmul_h200.json"))
+    for table in ("warps", "instances"):
+        for column in payload[table].values():
+            column["view"] = base64.b64encode(column["view"].tobytes()).decode("ascii")
+    return payload
+
+
+def test_columns_at_any_byte_offset_draw_the_same(state):
+    files = {"/index.html": ("text/html", "<!doctype html><html><body></body></html>"),
+             "/widget.js": ("text/javascript", open(f"{STATIC}/widget.js", encoding="utf-8").read())}
+    blocked, errors = [], []
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+        page = browser.new_page(viewport={"width": 1200, "height": 800})
+        page.on("console", lambda m: m.type == "error" and errors.append(m.text))
+        page.on("pageerror", lambda e: errors.append(str(e)))
+
+        def serve(route):  # the test's own origin, answered here: nothing leaves the machine
+            path = route.request.url.removeprefix(ORIGIN)
+            if path in files:
+                route.fulfill(content_type=files[path][0], body=files[path][1])
+            else:
+                blocked.append(route.request.url)
+                route.abort()
+        page.route("**/*", serve)
+        page.goto(f"{ORIGIN}/index.html")
+        page.add_style_tag(content=open(f"{STATIC}/widget.css", encoding="utf-8").read())
+
+        drawn = {}
+        for offset in (0, 8, 3):  # no offset, an aligned one, one no 2-, 4- or 8-byte type allows
+            drawn[offset] = page.evaluate(MOUNT_JS, [state, offset])
+            canvas = page.query_selector_all("canvas")[-1]
+            colours = [list(_rgb(c)) for c in state["scopes"]["colors"]]
+            assert all(e["count"] > 50 for e in page.evaluate(COLOUR_SCAN, [canvas, colours])), offset
+            page.evaluate("() => window.mounted.controller.abort()")
+            assert page.evaluate("() => window.mounted.el.children.length") == 0
+        assert drawn[8] == drawn[0] and drawn[3] == drawn[0]
+        assert page.evaluate("() => typeof window.mounted.cleanup") == "function"
+        browser.close()
+    assert blocked == [] and errors == []

@@ -1,0 +1,164 @@
+"""HTML reports, read back as HTML: one self-contained file, several sections and runs,
+names escaped, data embedded losslessly and compactly. (tests/test_browser.py opens them.)"""
+import base64
+import html
+import json
+import zlib
+from html.parser import HTMLParser
+
+import numpy as np
+import pytest
+
+pytest.importorskip("altair", reason="HTML reports need altair (pip install altair)")
+
+import gwatch_nb  # noqa: E402
+from conftest import FIXTURES  # noqa: E402
+from gwatch_nb import serializers  # noqa: E402
+from gwatch_nb.html import format_ns, render_document  # noqa: E402
+from gwatch_nb.trace import Trace  # noqa: E402
+
+XSS = "<img src=x onerror=alert(1)>"
+
+
+class Page(HTMLParser):
+    """Elements of interest of a report: ids, references, scripts and anything loaded by URL."""
+
+    def __init__(self, text: str):
+        super().__init__()
+        self.ids, self.timelines, self.charts, self.loads, self.tags = [], [], [], [], []
+        self.json = {}
+        self._script = None
+        self.feed(text)
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        self.tags.append((tag, attrs))
+        if "id" in attrs:
+            self.ids.append(attrs["id"])
+        if "data-gw-timeline" in attrs:
+            self.timelines.append(attrs["data-gw-timeline"])
+        if "data-gw-chart" in attrs:
+            self.charts.append(attrs["data-gw-chart"])
+        for name in ("src", "href", "data", "srcset", "poster", "action"):
+            if name in attrs and not attrs[name].startswith("#"):
+                self.loads.append((tag, name, attrs[name]))
+        if tag == "link":
+            self.loads.append((tag, "link", attrs))
+        self._script = attrs.get("id") if tag == "script" and attrs.get("type") == "application/json" else None
+
+    def handle_data(self, data):
+        if self._script:
+            self.json[self._script] = json.loads(data)
+
+    def handle_endtag(self, tag):
+        if tag == "script":
+            self._script = None
+
+
+@pytest.fixture(scope="module")
+def traces():
+    return {name: gwatch_nb.load(f"{FIXTURES}/{name}.json")
+            for name in ("matmul_h200", "attention_h200", "attention_4k_h200", "matmul_overflow_h200")}
+
+
+def _renamed(trace: Trace) -> Trace:
+    import dataclasses
+    records = [dataclasses.replace(r, kernel=XSS) for r in trace.records]
+    return Trace(records, {**trace.scope_names, 100: XSS}, {"tier": "ptx"})
+
+
+def test_sections_and_runs_in_one_self_contained_file(tmp_path, traces):
+    two_launches = Trace(traces["attention_h200"].records * 2, traces["attention_h200"].scope_names)
+    path = tmp_path / "report.html"
+    render_document("Attention vs matmul", [
+        ("matmul", [traces["matmul_h200"], traces["matmul_overflow_h200"]]),
+        ("attention", [two_launches]),
+    ], path)
+    page = Page(path.read_text(encoding="utf-8"))
+    assert page.loads == []  # nothing fetched by URL: no src, no href, no link
+    assert len(page.ids) == len(set(page.ids))
+    assert sum(1 for tag, attrs in page.tags if tag == "section") == 2
+    assert sum(1 for tag, attrs in page.tags if tag == "article") == 3
+    assert len(page.timelines) == 3 and all(t in page.json for t in page.timelines)
+    assert len(page.charts) == 12 and all(c in page.json for c in page.charts)
+    scripts = [attrs for tag, attrs in page.tags if tag == "script"]
+    assert sum(1 for attrs in scripts if not attrs) == 1  # the one inline runtime
+    # The overflowing run's warning is in the page as text.
+    assert "events_dropped: events did not fit" in path.read_text(encoding="utf-8")
+    state = page.json[page.timelines[2]]
+    assert len(state["payload"]["launches"]) == 2
+
+
+def test_embedded_columns_decode_to_the_exact_payload(tmp_path, traces):
+    trace = traces["attention_h200"]
+    path = tmp_path / "one.html"
+    trace.to_html(path)
+    page = Page(path.read_text(encoding="utf-8"))
+    (timeline,) = page.timelines
+    embedded = page.json[timeline]["payload"]
+    expected = serializers.timeline_payload(trace)
+    for table in ("warps", "instances"):
+        for name, column in expected[table].items():
+            got = embedded[table][name]
+            raw = zlib.decompress(base64.b64decode(got["view"]["$zlib_base64"]))
+            assert got["dtype"] == column["dtype"] and raw == column["view"].tobytes(), (table, name)
+    assert embedded["scopes"] == expected["scopes"]
+
+
+def test_names_are_escaped_everywhere(tmp_path, traces):
+    path = tmp_path / "xss.html"
+    render_document(XSS, [(XSS, [_renamed(traces["matmul_h200"])])], path)
+    text = path.read_text(encoding="utf-8")
+    assert XSS not in text
+    assert f"<td>{html.escape(XSS)}</td>" in text  # the statistics table shows the name as text
+    assert f"<title>{html.escape(XSS)}</title>" in text
+    page = Page(text)
+    assert not any(tag == "img" for tag, _ in page.tags)  # no data closed its script early
+    assert sum(1 for tag, _ in page.tags if tag == "script") == 1 + len(page.timelines) + len(page.charts)
+    state = page.json[page.timelines[0]]
+    assert state["payload"]["scopes"]["names"][0] == XSS
+    assert state["payload"]["launches"][0]["kernel"] == XSS
+
+
+def test_size_per_scope_instance_is_a_small_constant(tmp_path, traces):
+    sizes = {}
+    for name in ("attention_h200", "attention_4k_h200"):
+        path = tmp_path / f"{name}.html"
+        traces[name].to_html(path)
+        sizes[name] = (path.stat().st_size, len(traces[name].df))
+    (small, n_small), (big, n_big) = sizes["attention_h200"], sizes["attention_4k_h200"]
+    per_instance = (big - small) / (n_big - n_small)
+    assert per_instance < 8, f"{per_instance:.2f} bytes per scope instance"
+
+
+def test_to_html_titles(tmp_path, traces):
+    path = tmp_path / "t.html"
+    traces["matmul_h200"].to_html(path)
+    assert "<title>gwatch-nb: matmul_kernel</title>" in path.read_text(encoding="utf-8")
+    traces["matmul_h200"].to_html(path, title="Tile sweep")
+    assert "<h1>Tile sweep</h1>" in path.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("title, sections, message", [
+    (3, [], "title must be a string, got int"),
+    ("t", "matmul", "sections must be a list of (heading, [Trace, ...]) pairs, got str"),
+    ("t", [("a",)], "section 0 must be a (heading, [Trace, ...]) pair"),
+    ("t", [("a", "trace")], "section 0 ('a'): expected Trace objects, got str"),
+    ("t", [("a", [1])], "section 0 ('a'): expected Trace objects, got int"),
+])
+def test_bad_input_gets_a_one_line_error(tmp_path, title, sections, message):
+    with pytest.raises(TypeError) as error:
+        render_document(title, sections, tmp_path / "x.html")
+    assert str(error.value) == message
+    assert not (tmp_path / "x.html").exists()
+
+
+def test_a_single_trace_is_not_a_list_of_traces(tmp_path, traces):
+    with pytest.raises(TypeError, match=r"section 0 \('a'\): the traces must be a list of Trace"):
+        render_document("t", [("a", traces["matmul_h200"])], tmp_path / "x.html")
+
+
+def test_format_ns():
+    assert [format_ns(v) for v in (755, 755.82, 12_345, 97_946, 1_234_567, 2.5e9)] == [
+        "755 ns", "755.8 ns", "12.35 µs", "97.95 µs", "1.235 ms", "2.500 s"]
+    assert format_ns(np.int64(36)) == "36 ns"
