@@ -1,13 +1,17 @@
-"""Summary charts of a Trace (altair).
+"""Summary charts of a Trace (altair), and the widget that shows them in a notebook.
 
 Every chart is drawn from an aggregate (analysis.py), never from the scope instances
 themselves, and stays under altair's default 5,000-row limit whatever the trace's size:
 a two-million-instance trace charts as fast and as small as a small one."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import altair as alt
+import anywidget
 import numpy as np
 import pandas as pd
+import traitlets
 
 from .analysis import seq_trend, sm_activity, warp_activity
 from .serializers import scope_colours
@@ -135,6 +139,19 @@ def all_charts(trace: Trace) -> list[tuple[str, alt.TopLevelMixin]]:
         ("Duration per iteration", iteration_trend(trace)),
         ("Busy vs idle share per warp", warp_busy_share(trace)),
     ]
+
+
+class ChartsWidget(anywidget.AnyWidget):
+    """An altair chart drawn by the vega bundled in ``static/charts.js``, so it shows with
+    no network (altair's own notebook renderers load vega from a CDN). ``chart`` is the
+    altair object, to save or combine further."""
+
+    _esm = Path(__file__).parent / "static" / "charts.js"
+    spec = traitlets.Dict().tag(sync=True)
+
+    def __init__(self, chart: alt.TopLevelMixin, **kwargs):
+        self.chart = chart
+        super().__init__(spec=chart.to_dict(), **kwargs)
 
 
 def dashboard(trace: Trace) -> alt.VConcatChart:

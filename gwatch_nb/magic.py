@@ -20,6 +20,14 @@ from . import api
 from .errors import GwatchError, NoMatchingKernelError, TraceFailedError
 
 
+def unquote(text: str | None) -> str | None:
+    """IPython's option parser keeps the quotes around a value: -k ".*attn.*" arrives
+    quoted, which no kernel name would match."""
+    if text and len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
+        return text[1:-1]
+    return text
+
+
 def parse_scope_names(text: str) -> dict[int, str]:
     """'100=load_kv,101=dot_qk' -> {100: 'load_kv', 101: 'dot_qk'}."""
     names = {}
@@ -81,6 +89,7 @@ class GwatchMagics(Magics):
     def gwatch(self, line: str, cell: str):
         """Trace when each scope of the matching kernels ran on every warp."""
         args = parse_argstring(self.gwatch, line)
+        args.kernel, args.names, args.output = unquote(args.kernel), unquote(args.names), unquote(args.output)
         names = parse_scope_names(args.names)
         if args.output is not None and not args.output.isidentifier():
             raise UsageError(f"-o needs a variable name, got {args.output!r}")

@@ -76,7 +76,7 @@ def _int_column(values: np.ndarray, floor=np.int16) -> np.ndarray:
     lo, hi = int(values.min()), int(values.max())
     for dtype in (floor, np.int32, np.int64):
         info = np.iinfo(dtype)
-        if info.min <= lo and hi <= info.max and np.dtype(dtype).itemsize >= np.dtype(floor).itemsize:
+        if info.min <= lo and hi <= info.max:
             return values.astype(dtype, copy=False)
     raise OverflowError("value out of int64 range")
 
@@ -277,9 +277,10 @@ class Trace:
         return TimelineWidget(self, **kw)
 
     def charts(self):
-        """The summary charts (altair), one above the other."""
-        from .charts import dashboard
-        return dashboard(self)
+        """The summary charts, one above the other, as a widget that draws offline
+        (``.chart`` is the altair chart)."""
+        from .charts import ChartsWidget, dashboard
+        return ChartsWidget(dashboard(self))
 
     def to_html(self, path, title=None) -> None:
         """Write a self-contained HTML report of this trace (works offline)."""

@@ -1,6 +1,7 @@
 // Builds the front end into ../gwatch_nb/static/ (shipped in the Python package, so users
-// need no node): widget.js (anywidget ESM) + widget.css, report.js (the HTML export's
-// runtime, with vega/vega-lite/vega-embed inlined) + report.css.
+// need no node): widget.js (anywidget ESM) + widget.css, charts.js (anywidget ESM with
+// vega/vega-lite/vega-embed inlined), report.js (the HTML export's runtime, with vega
+// inlined too) + report.css.
 //
 // Each output starts with a hash of the sources it came from; tests/test_widget_bundle.py
 // recomputes it, so a bundle left stale against js/ fails the test suite.
@@ -52,6 +53,8 @@ await Promise.all([
   esbuild.build({ ...common, entryPoints: [join(here, "src", "index.ts")], format: "esm",
                   outfile: join(out, "widget.js") }),
   esbuild.build({ ...common, entryPoints: [join(here, "src", "widget.css")], outfile: join(out, "widget.css") }),
+  esbuild.build({ ...common, entryPoints: [join(here, "src", "charts.ts")], format: "esm",
+                  outfile: join(out, "charts.js") }),
   esbuild.build({ ...common, entryPoints: [join(here, "src", "report.ts")], format: "iife",
                   outfile: join(out, "report.js") }),
   esbuild.build({ ...common, entryPoints: [join(here, "src", "report.css")], outfile: join(out, "report.css") }),

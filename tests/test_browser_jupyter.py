@@ -1,20 +1,13 @@
 """The timeline widget in a real JupyterLab: the notebook's Python builds it from a real H200
 trace, Chromium draws it, a click on a slice reaches Python as ``widget.selected``, and
 Python clearing ``selected`` clears it on screen. Nothing is fetched from outside."""
-import os
-import shutil
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
-
 import pytest
+
+from jupyter_lab import CHROMIUM, CHROMIUM_ARGS, LabPage, chromium_missing, lab_server
 
 pytestmark = pytest.mark.browser
 
-CHROMIUM = os.environ.get("GWATCH_CHROMIUM", "/usr/bin/chromium")
-if not (os.path.exists(CHROMIUM) or shutil.which(CHROMIUM)):
+if chromium_missing():
     pytest.skip(f"browser tests need Chromium at {CHROMIUM} (apt-get install chromium)", allow_module_level=True)
 sync_api = pytest.importorskip("playwright.sync_api", reason="browser tests need playwright (pip install playwright)")
 pytest.importorskip("jupyterlab", reason="this test needs JupyterLab (pip install jupyterlab)")
@@ -25,7 +18,6 @@ from conftest import FIXTURES, ROOT  # noqa: E402
 from test_browser import COLOUR_SCAN, HIGHLIGHT, _rgb  # noqa: E402
 from gwatch_nb.serializers import scope_colours  # noqa: E402
 
-TOKEN = "gwatch-test"
 CELLS = [
     f"import sys\nsys.path.insert(0, {ROOT!r})\nimport gwatch_nb\n"
     f"w = gwatch_nb.load({FIXTURES + '/attention_h200.json'!r}).widget()\nw",
@@ -35,44 +27,14 @@ CELLS = [
 ]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
     root = tmp_path_factory.mktemp("lab")
     notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in CELLS])
     notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nbformat.write(notebook, str(root / "timeline.ipynb"))
-    # No "news?" prompt over the notebook.
-    (root / ".config" / "labconfig").mkdir(parents=True)
-    (root / ".config" / "labconfig" / "page_config.json").write_text(
-        '{"disabledExtensions": {"@jupyterlab/apputils-extension:announcements": true}}')
-    port = _free_port()
-    env = {**os.environ, "JUPYTER_CONFIG_DIR": str(root / ".config"), "JUPYTER_RUNTIME_DIR": str(root / ".runtime"),
-           "JUPYTERLAB_WORKSPACES_DIR": str(root / ".workspaces")}
-    server = subprocess.Popen(
-        [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--allow-root", f"--port={port}",
-         "--ServerApp.ip=127.0.0.1", f"--ServerApp.token={TOKEN}", f"--ServerApp.root_dir={root}"],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                urllib.request.urlopen(f"{base}/api/status?token={TOKEN}", timeout=2)
-                break
-            except OSError:
-                if time.monotonic() > deadline or server.poll() is not None:
-                    pytest.fail("JupyterLab did not start")
-                time.sleep(0.5)
+    with lab_server(root) as base:
         yield base
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
 
 
 def _run_cell(page, index: int) -> None:
@@ -82,25 +44,11 @@ def _run_cell(page, index: int) -> None:
 
 
 def test_widget_in_jupyterlab_round_trips_the_selection(lab):
-    blocked, errors = [], []
     with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        page.on("console", lambda m: m.type == "error" and errors.append(m.text))
-        page.on("pageerror", lambda e: errors.append(str(e)))
-
-        def route(r):
-            url = r.request.url
-            if url.startswith(lab) or url.startswith(lab.replace("http", "ws")):
-                r.continue_()
-            else:
-                blocked.append(url)
-                r.abort()
-        page.route("**/*", route)
-        page.goto(f"{lab}/lab/tree/timeline.ipynb?token={TOKEN}")
-        page.wait_for_selector(".jp-Notebook .jp-Cell .cm-content", timeout=60_000)
-        page.get_by_text("Python 3 (ipykernel) | Idle").wait_for(timeout=60_000)  # cells sent earlier are lost
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        lab_page = LabPage(browser, lab)
+        page = lab_page.page
+        lab_page.open_notebook("timeline.ipynb")
 
         _run_cell(page, 0)
         page.wait_for_function("document.querySelector('.gw-timeline')?.dataset.frames >= 1", timeout=60_000)
@@ -129,5 +77,5 @@ def test_widget_in_jupyterlab_round_trips_the_selection(lab):
             "([canvas, scan, colour]) => eval(scan)([canvas, [colour]])[0].count === 0",
             arg=[canvas, COLOUR_SCAN, list(HIGHLIGHT)])
         browser.close()
-    assert blocked == [], f"requests outside the Jupyter server: {blocked}"
-    assert errors == [], f"console errors: {errors}"
+    assert lab_page.blocked == [], f"requests outside the Jupyter server: {lab_page.blocked}"
+    assert lab_page.errors == [], f"console errors: {lab_page.errors}"

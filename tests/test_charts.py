@@ -120,6 +120,8 @@ def test_names_stay_data_and_colours_match_the_timeline(matmul):
 
 
 def test_dashboard_and_bad_input(matmul):
-    assert isinstance(matmul.charts(), alt.VConcatChart)
+    shown = matmul.charts()
+    assert isinstance(shown, charts.ChartsWidget) and isinstance(shown.chart, alt.VConcatChart)
+    assert shown.spec == shown.chart.to_dict()  # the widget draws exactly the altair spec
     with pytest.raises(TypeError, match="charts need a gwatch_nb.Trace, got DataFrame"):
         charts.all_charts(matmul.df)

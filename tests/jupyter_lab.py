@@ -1,0 +1,105 @@
+"""A real JupyterLab server on localhost, a Chromium page that can reach nothing else, and
+a copy of the demo notebook to run: shared by the notebook and JupyterLab tests."""
+import contextlib
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = os.environ.get("GWATCH_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+TOKEN = "gwatch-test"
+
+
+def chromium_missing() -> bool:
+    return not (os.path.exists(CHROMIUM) or shutil.which(CHROMIUM))
+
+
+def without_gpu() -> dict:
+    """This process's environment with every GPU hidden: a kernel started with it runs the
+    demo as on a machine without one (the interpreter tier), wherever the tests run."""
+    return {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
+
+
+def copy_demo(root: Path) -> Path:
+    """notebooks/attention.ipynb copied under ``root``, with the repository's examples/ and
+    tests/fixtures/ where the notebook looks for them; its outputs then stay out of the repository."""
+    (root / "notebooks").mkdir()
+    (root / "tests").mkdir()
+    (root / "examples").symlink_to(ROOT / "examples")
+    (root / "tests" / "fixtures").symlink_to(ROOT / "tests" / "fixtures")
+    return Path(shutil.copy(ROOT / "notebooks" / "attention.ipynb", root / "notebooks"))
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def lab_server(root: Path, env: dict | None = None):
+    """JupyterLab serving ``root`` on a free localhost port; yields its base URL."""
+    # No "news?" prompt over the notebook.
+    (root / ".config" / "labconfig").mkdir(parents=True)
+    (root / ".config" / "labconfig" / "page_config.json").write_text(
+        '{"disabledExtensions": {"@jupyterlab/apputils-extension:announcements": true}}')
+    # Render every cell, not only those in view, so the page's text holds all outputs.
+    tracker = root / ".config" / "lab" / "user-settings" / "@jupyterlab" / "notebook-extension"
+    tracker.mkdir(parents=True)
+    (tracker / "tracker.jupyterlab-settings").write_text('{"windowingMode": "none"}')
+    port = _free_port()
+    env = {**(env or os.environ), "JUPYTER_CONFIG_DIR": str(root / ".config"),
+           "JUPYTERLAB_SETTINGS_DIR": str(root / ".config" / "lab" / "user-settings"),
+           "JUPYTER_RUNTIME_DIR": str(root / ".runtime"), "JUPYTERLAB_WORKSPACES_DIR": str(root / ".workspaces")}
+    server = subprocess.Popen(
+        [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--allow-root", f"--port={port}",
+         "--ServerApp.ip=127.0.0.1", f"--ServerApp.token={TOKEN}", f"--ServerApp.root_dir={root}"],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                urllib.request.urlopen(f"{base}/api/status?token={TOKEN}", timeout=2)
+                break
+            except OSError:
+                if time.monotonic() > deadline or server.poll() is not None:
+                    raise RuntimeError("JupyterLab did not start")
+                time.sleep(0.5)
+        yield base
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+class LabPage:
+    """A page of the server at ``base``: every request elsewhere is aborted and recorded in
+    ``blocked``, console and page errors in ``errors``."""
+
+    def __init__(self, browser, base: str):
+        self.base = base
+        self.blocked, self.errors = [], []
+        self.page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        self.page.on("console", lambda m: m.type == "error" and self.errors.append(m.text))
+        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
+        self.page.route("**/*", self._route)
+
+    def _route(self, route):
+        url = route.request.url
+        if url.startswith(self.base) or url.startswith(self.base.replace("http", "ws")):
+            route.continue_()
+        else:
+            self.blocked.append(url)
+            route.abort()
+
+    def open_notebook(self, path: str) -> None:
+        """Open ``path`` (relative to the server's root) and wait for its kernel."""
+        self.page.goto(f"{self.base}/lab/tree/{path}?token={TOKEN}")
+        self.page.wait_for_selector(".jp-Notebook .jp-CodeCell .cm-content", timeout=60_000)
+        self.page.get_by_text("Python 3 (ipykernel) | Idle").wait_for(timeout=60_000)  # cells sent earlier are lost
