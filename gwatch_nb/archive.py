@@ -120,15 +120,19 @@ def load(path, max_bytes: int = MAX_ARCHIVE_BYTES) -> Trace:
     return from_document(read_json(path, max_bytes), os.fspath(path))
 
 
+def check_version(version: Any, current: int, what: str, where: str) -> None:
+    """A document's schema version must be one this gwatch-nb reads."""
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise ArchiveError(f"{where}: bad {what} version {version!r}")
+    if version > current:
+        raise ArchiveError(f"{where}: {what} version {version} is newer than this gwatch-nb reads "
+                           f"({current}); upgrade gwatch-nb")
+
+
 def from_document(document: Any, where: str = "archive") -> Trace:
     if not isinstance(document, dict) or document.get("format") != FORMAT_NAME:
         raise ArchiveError(f"{where}: not a gwatch trace archive")
-    version = document.get("version")
-    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
-        raise ArchiveError(f"{where}: bad archive version {version!r}")
-    if version > FORMAT_VERSION:
-        raise ArchiveError(f"{where}: archive version {version} is newer than this gwatch-nb reads "
-                           f"({FORMAT_VERSION}); upgrade gwatch-nb")
+    check_version(document.get("version"), FORMAT_VERSION, "archive", where)
     meta = document.get("meta", {})
     names = document.get("scope_names", {})
     launches = document.get("launches")

@@ -114,12 +114,7 @@ class Report:
             return cls(_title_of(trace), [Section(runs=[trace])])
         if kind != REPORT_FORMAT:
             raise ArchiveError(f"{where}: not a gwatch-nb report or trace archive")
-        version = document.get("version")
-        if not isinstance(version, int) or isinstance(version, bool) or version < 1:
-            raise ArchiveError(f"{where}: bad report version {version!r}")
-        if version > REPORT_VERSION:
-            raise ArchiveError(f"{where}: report version {version} is newer than this gwatch-nb reads "
-                               f"({REPORT_VERSION}); upgrade gwatch-nb")
+        archive.check_version(document.get("version"), REPORT_VERSION, "report", where)
         title, sections = document.get("title"), document.get("sections")
         if not isinstance(title, str) or not isinstance(sections, list):
             raise ArchiveError(f"{where}: report lacks a title or a sections list")

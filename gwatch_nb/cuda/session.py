@@ -107,6 +107,7 @@ class TraceSession:
         self.interrupted = False
         self._records: list[records.LaunchRecords] = []
         self._pending: list[PendingLaunch] = []
+        self._pending_bytes = 0  # device memory their buffers hold
         self._by_correlation: dict[int, PendingLaunch] = {}
         self._skip: set[tuple[int, int]] = set()  # (context, function) never to instrument
         self._ready: dict[tuple[int, int], InstrumentedKernel] = {}  # (context, function) -> its copy
@@ -215,6 +216,7 @@ class TraceSession:
             launch.events.append(driver.event_record(view.stream))  # after our buffer setup: times the kernel
             launch.host_seconds += time.perf_counter() - began
             self._pending.append(launch)
+            self._pending_bytes += launch.nbytes
             self._by_correlation[data.correlationId] = launch
             self._traced += 1
 
@@ -265,7 +267,7 @@ class TraceSession:
         num_slots = view.grid[0] * view.grid[1] * view.grid[2] * ((threads + 31) // 32)
         capacity = self.capacity or default_capacity(num_slots, device["free_bytes_at_start"])
         nbytes = layout.buffer_bytes(capacity, num_slots)
-        if self._pending and sum(p.nbytes for p in self._pending) + nbytes > PENDING_LIMIT_BYTES:
+        if self._pending and self._pending_bytes + nbytes > PENDING_LIMIT_BYTES:
             self._drain()  # keep device memory bounded when many launches are traced
         pointer = new_buffer(capacity, num_slots, view.stream)
         info = {k: v for k, v in device.items() if k != "free_bytes_at_start"}
@@ -297,6 +299,7 @@ class TraceSession:
             except driver.CudaError as error:
                 self._note("collect", launch.kernel, f"{launch.kernel}: collecting its records failed ({error})")
         self._pending.clear()
+        self._pending_bytes = 0
 
     @staticmethod
     def collect(launch: PendingLaunch) -> records.LaunchRecords:
