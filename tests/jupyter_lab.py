@@ -16,8 +16,16 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networki
 TOKEN = "gwatch-test"
 
 
-def chromium_missing() -> bool:
-    return not (os.path.exists(CHROMIUM) or shutil.which(CHROMIUM))
+def require_lab_browser():
+    """Skip the calling test module, with the reason, unless Chromium, playwright, JupyterLab,
+    anywidget and nbformat are all here; returns (playwright.sync_api, nbformat)."""
+    import pytest
+    if not (os.path.exists(CHROMIUM) or shutil.which(CHROMIUM)):
+        pytest.skip(f"browser tests need Chromium at {CHROMIUM} (apt-get install chromium)", allow_module_level=True)
+    sync_api = pytest.importorskip("playwright.sync_api", reason="browser tests need playwright (pip install playwright)")
+    pytest.importorskip("jupyterlab", reason="this test needs JupyterLab (pip install jupyterlab)")
+    pytest.importorskip("anywidget", reason="the widget needs anywidget (pip install anywidget)")
+    return sync_api, pytest.importorskip("nbformat", reason="this test needs nbformat")
 
 
 def without_gpu() -> dict:

@@ -3,16 +3,11 @@ trace, Chromium draws it, a click on a slice reaches Python as ``widget.selected
 Python clearing ``selected`` clears it on screen. Nothing is fetched from outside."""
 import pytest
 
-from jupyter_lab import CHROMIUM, CHROMIUM_ARGS, LabPage, chromium_missing, lab_server
+from jupyter_lab import CHROMIUM, CHROMIUM_ARGS, LabPage, require_lab_browser, lab_server
 
 pytestmark = pytest.mark.browser
 
-if chromium_missing():
-    pytest.skip(f"browser tests need Chromium at {CHROMIUM} (apt-get install chromium)", allow_module_level=True)
-sync_api = pytest.importorskip("playwright.sync_api", reason="browser tests need playwright (pip install playwright)")
-pytest.importorskip("jupyterlab", reason="this test needs JupyterLab (pip install jupyterlab)")
-pytest.importorskip("anywidget", reason="the widget needs anywidget (pip install anywidget)")
-nbformat = pytest.importorskip("nbformat", reason="this test needs nbformat")
+sync_api, nbformat = require_lab_browser()
 
 from conftest import FIXTURES, ROOT  # noqa: E402
 from test_browser import COLOUR_SCAN, HIGHLIGHT, _rgb  # noqa: E402

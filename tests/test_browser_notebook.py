@@ -6,16 +6,11 @@ import re
 
 import pytest
 
-from jupyter_lab import CHROMIUM, CHROMIUM_ARGS, LabPage, chromium_missing, copy_demo, lab_server, without_gpu
+from jupyter_lab import CHROMIUM, CHROMIUM_ARGS, LabPage, require_lab_browser, copy_demo, lab_server, without_gpu
 
 pytestmark = pytest.mark.browser
 
-if chromium_missing():
-    pytest.skip(f"browser tests need Chromium at {CHROMIUM} (apt-get install chromium)", allow_module_level=True)
-sync_api = pytest.importorskip("playwright.sync_api", reason="browser tests need playwright (pip install playwright)")
-pytest.importorskip("jupyterlab", reason="this test needs JupyterLab (pip install jupyterlab)")
-pytest.importorskip("anywidget", reason="the widget needs anywidget (pip install anywidget)")
-nbformat = pytest.importorskip("nbformat", reason="this test needs nbformat")
+sync_api, nbformat = require_lab_browser()
 
 from gwatch_nb.serializers import scope_colours  # noqa: E402
 from test_browser import COLOUR_SCAN, _rgb  # noqa: E402
