@@ -11,6 +11,8 @@ WARP_MAGIC = FORMAT["WARP_MAGIC"]
 MAX_SCOPE_ID = FORMAT["MAX_SCOPE_ID"]
 TAG_ID_SHIFT = FORMAT["TAG_ID_SHIFT"]
 TAG_END_BIT = FORMAT["TAG_END_BIT"]
+SLOT_SPARE_EVENTS = FORMAT["SLOT_SPARE_EVENTS"]
+GROUP_MAX_EVENTS = FORMAT["GROUP_MAX_EVENTS"]
 BUFFER_PARAM = FORMAT["BUFFER_PARAM"]
 CAPACITY_PARAM = FORMAT["CAPACITY_PARAM"]
 
@@ -49,8 +51,14 @@ def global_header(capacity: int, num_slots: int) -> bytes:
     return bytes(header)
 
 
+def header_offset(capacity: int) -> int:
+    """Where a warp's header starts inside its slot: after its events and the spare room a
+    group of markers that starts just below the capacity may fill."""
+    return (capacity + SLOT_SPARE_EVENTS) * EVENT_BYTES
+
+
 def slot_bytes(capacity: int) -> int:
-    return capacity * EVENT_BYTES + SLOT_HEADER_BYTES
+    return header_offset(capacity) + SLOT_HEADER_BYTES
 
 
 def buffer_bytes(capacity: int, num_slots: int) -> int:

@@ -5,7 +5,7 @@
 #ifndef GWATCH_FORMAT_H
 #define GWATCH_FORMAT_H
 
-#define GWATCH_FORMAT_VERSION 1
+#define GWATCH_FORMAT_VERSION 2
 
 /* Global header at the start of each launch's buffer, written by the host so a buffer
  * describes itself; the collector checks it is intact after the launch. */
@@ -17,8 +17,8 @@
 #define GWATCH_GH_SLOT_BYTES 12         /* u32: capacity * EVENT_BYTES + SLOT_HEADER_BYTES */
 #define GWATCH_GH_NUM_SLOTS 16          /* u64: warps the launch has */
 
-/* One slot per warp, at GLOBAL_HEADER_BYTES + slot_index * slot_bytes: capacity events
- * first, then the warp's header. slot_index = block_linear * warps_per_block + warp, which
+/* One slot per warp, at GLOBAL_HEADER_BYTES + slot_index * slot_bytes: capacity + SPARE
+ * events first, then the warp's header. slot_index = block_linear * warps_per_block + warp, which
  * the host sizes the buffer for from the same launch's grid and block, so every warp's
  * slot lies inside the buffer by construction; events past the capacity are counted,
  * never written. */
@@ -37,13 +37,19 @@
 #define GWATCH_SH_EVENTS 56           /* u32 events the warp tried to record (kept or dropped) */
 #define GWATCH_SH_RESERVED 60         /* u32 zero */
 
-/* Events: 8 bytes, written by lane 0 only while the slot has room. */
+/* Events: 8 bytes, written by lane 0 only while the slot has room. The markers of one
+ * straight-line stretch of code (at most GROUP_MAX_EVENTS) share one room test: they are
+ * written together when fewer than capacity events came before them, so a group that starts
+ * just below the capacity spills into SLOT_SPARE_EVENTS extra events the host reads no
+ * further than the capacity. */
 #define GWATCH_EVENT_BYTES 8
 #define GWATCH_EV_CLOCK 0 /* u32 low 32 bits of %clock64 */
 #define GWATCH_EV_TAG 4   /* u32 scope_id << 1 | is_end */
 #define GWATCH_TAG_END_BIT 1u
 #define GWATCH_TAG_ID_SHIFT 1
 #define GWATCH_MAX_SCOPE_ID 32767
+#define GWATCH_GROUP_MAX_EVENTS 16
+#define GWATCH_SLOT_SPARE_EVENTS 16 /* >= GROUP_MAX_EVENTS - 1, even: slots stay 16-byte aligned */
 
 /* The parameters the rewriter appends to every entry of an instrumented module. */
 #define GWATCH_BUFFER_PARAM "__gwatch_trace_buffer"     /* .u64: the launch's buffer */

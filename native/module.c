@@ -112,6 +112,8 @@ static PyObject *format_constants(void) {
     ADD(TAG_END_BIT)
     ADD(TAG_ID_SHIFT)
     ADD(MAX_SCOPE_ID)
+    ADD(GROUP_MAX_EVENTS)
+    ADD(SLOT_SPARE_EVENTS)
 #undef ADD
     const char *names[][2] = {{"BUFFER_PARAM", GWATCH_BUFFER_PARAM}, {"CAPACITY_PARAM", GWATCH_CAPACITY_PARAM}};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {

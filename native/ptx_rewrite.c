@@ -11,9 +11,17 @@
  *   - an epilogue that every ret/exit now branches to, writing the exit anchors.
  * A module without sentinels is returned untouched (result->changed == 0).
  *
- * The rewrite is a single pass over lines. It tracks brace depth (outside comments and
- * strings) to know where a function body opens and closes, and recognises whole-line
- * sentinels and ret/exit instructions; everything else is copied as it is. */
+ * Events cost the kernel time in its hottest loops, so each one is kept small: the
+ * sentinels of one straight-line stretch (no branch and no branch target between them)
+ * form a group that tests the slot's room once and advances the counters once, and
+ * sentinels with no instruction between them share one clock read (a clock read is a
+ * point ptxas schedules nothing across).
+ *
+ * The rewrite is two passes over lines: the first collects the labels branches jump to
+ * (the places a straight-line stretch ends); the second tracks brace depth (outside
+ * comments and strings) to know where a function body opens and closes, recognises
+ * whole-line sentinels, ret/exit instructions and stretch boundaries, and copies
+ * everything else as it is. */
 #include "ptx_rewrite.h"
 
 #include <stdarg.h>
@@ -117,16 +125,17 @@ static void emit_prologue(gw_text *t) {
         "\tcvt.u64.u32 \t%gwatch_d3, %gwatch_r7;\n"
         "\tcvt.u64.u32 \t%gwatch_d4, %gwatch_r6;\n"
         "\tmad.lo.u64 \t%gwatch_d2, %gwatch_d2, %gwatch_d3, %gwatch_d4;\n");
-    /* Slot = capacity events, then the header. */
+    /* Slot = capacity + spare events, then the header. */
     text_printf(t,
-        "\tmul.wide.u32 \t%%gwatch_d5, %%gwatch_r1, %d;\n"
+        "\tadd.u32 \t%%gwatch_r11, %%gwatch_r1, %d;\n"
+        "\tmul.wide.u32 \t%%gwatch_d5, %%gwatch_r11, %d;\n"
         "\tadd.u64 \t%%gwatch_d6, %%gwatch_d5, %d;\n"
         "\tmad.lo.u64 \t%%gwatch_d6, %%gwatch_d2, %%gwatch_d6, %%gwatch_d0;\n"
         "\tadd.u64 \t%%gwatch_ptr, %%gwatch_d6, %d;\n"
         "\tadd.u64 \t%%gwatch_d7, %%gwatch_ptr, %%gwatch_d5;\n"
         "\tmov.u32 \t%%gwatch_cap, %%gwatch_r1;\n"
         "\tmov.u32 \t%%gwatch_n, 0;\n",
-        GWATCH_EVENT_BYTES, GWATCH_SLOT_HEADER_BYTES, GWATCH_GLOBAL_HEADER_BYTES);
+        GWATCH_SLOT_SPARE_EVENTS, GWATCH_EVENT_BYTES, GWATCH_SLOT_HEADER_BYTES, GWATCH_GLOBAL_HEADER_BYTES);
     text_printf(t,
         "\tmov.u64 \t%%gwatch_d3, %%globaltimer;\n"
         "\tmov.u64 \t%%gwatch_d4, %%clock64;\n"
@@ -138,22 +147,45 @@ static void emit_prologue(gw_text *t) {
         GWATCH_SH_GT_ENTRY, GWATCH_WARP_MAGIC, GWATCH_SH_MAGIC, GWATCH_SH_BLOCK_Z);
 }
 
-/* One event: 32-bit clock and tag, stored by lane 0 while its slot has room. */
-static void emit_event(gw_text *t, int site, int scope_id, int is_end) {
-    unsigned tag = ((unsigned)scope_id << GWATCH_TAG_ID_SHIFT) | (is_end ? GWATCH_TAG_END_BIT : 0u);
-    text_printf(t,
-        "\t// gwatch site %d: scope_%s %d\n"
-        "\tmov.u32 \t%%gwatch_clk, %%clock;\n"
-        "\tmov.u32 \t%%gwatch_tag, %u;\n"
-        "\tsetp.lt.and.u32 \t%%gwatch_ok, %%gwatch_n, %%gwatch_cap, %%gwatch_on;\n"
-        "\t@%%gwatch_ok st.global.v2.u32 \t[%%gwatch_ptr], {%%gwatch_clk, %%gwatch_tag};\n"
-        "\tadd.u32 \t%%gwatch_n, %%gwatch_n, 1;\n"
-        "\tadd.u64 \t%%gwatch_ptr, %%gwatch_ptr, %d;\n",
-        site, is_end ? "end" : "start", scope_id, tag, GWATCH_EVENT_BYTES);
+/* The open group of sentinels in the current straight-line stretch. */
+typedef struct {
+    int open;       /* a room test was emitted and its counters are not yet advanced */
+    int events;     /* events in the group so far */
+    int clock_live; /* %gwatch_clk holds a clock read no instruction has passed since */
+} event_group;
+
+/* Advance the counters past the group: every path out of a stretch passes here first. */
+static void close_group(gw_text *t, event_group *g) {
+    if (g->open)
+        text_printf(t,
+            "\tadd.u32 \t%%gwatch_n, %%gwatch_n, %d;\n"
+            "\tadd.u64 \t%%gwatch_ptr, %%gwatch_ptr, %d;\n",
+            g->events, g->events * GWATCH_EVENT_BYTES);
+    g->open = g->events = g->clock_live = 0;
 }
 
-/* The header sits cap - n events past the pointer (a negative step once events overflowed). */
+/* One event: 32-bit clock and tag, stored by lane 0 when the slot had room before the
+ * group (a group ends at most SPARE events past the capacity). */
+static void emit_event(gw_text *t, event_group *g, int site, int scope_id, int is_end) {
+    unsigned tag = ((unsigned)scope_id << GWATCH_TAG_ID_SHIFT) | (is_end ? GWATCH_TAG_END_BIT : 0u);
+    if (g->open && g->events == GWATCH_GROUP_MAX_EVENTS) close_group(t, g);
+    if (!g->open) {
+        text_puts(t, "\tsetp.lt.and.u32 \t%gwatch_ok, %gwatch_n, %gwatch_cap, %gwatch_on;\n");
+        g->open = 1;
+    }
+    text_printf(t, "\t// gwatch site %d: scope_%s %d\n", site, is_end ? "end" : "start", scope_id);
+    if (!g->clock_live) text_puts(t, "\tmov.u32 \t%gwatch_clk, %clock;\n");
+    text_printf(t,
+        "\tmov.u32 \t%%gwatch_tag, %u;\n"
+        "\t@%%gwatch_ok st.global.v2.u32 \t[%%gwatch_ptr+%d], {%%gwatch_clk, %%gwatch_tag};\n",
+        tag, g->events * GWATCH_EVENT_BYTES);
+    g->events++;
+    g->clock_live = 1;
+}
+
+/* The header sits cap + spare - n events past the pointer (fewer once events overflowed). */
 static void emit_epilogue(gw_text *t) {
+    int header = GWATCH_SLOT_SPARE_EVENTS * GWATCH_EVENT_BYTES;
     text_printf(t,
         EXIT_LABEL ":\n"
         "\tsub.s32 \t%%gwatch_r0, %%gwatch_cap, %%gwatch_n;\n"
@@ -163,7 +195,7 @@ static void emit_epilogue(gw_text *t) {
         "\t@%%gwatch_on st.global.v2.u64 \t[%%gwatch_at+%d], {%%gwatch_d3, %%gwatch_d4};\n"
         "\t@%%gwatch_on st.global.u32 \t[%%gwatch_at+%d], %%gwatch_n;\n"
         "\tret;\n",
-        GWATCH_EVENT_BYTES, GWATCH_SH_GT_EXIT, GWATCH_SH_EVENTS);
+        GWATCH_EVENT_BYTES, header + GWATCH_SH_GT_EXIT, header + GWATCH_SH_EVENTS);
 }
 
 /* ------------------------------------------------------------------ line analysis */
@@ -281,27 +313,43 @@ static int parse_sentinel(const line_t *ln, int *scope_id, int *is_end) {
     return 1;
 }
 
-/* A ret or exit instruction, with an optional label and guard predicate:
- * "[label:] [@[!]%p] ret[.uni];". On success *prefix_end is where the opcode starts
- * and *uniform tells whether it carried .uni. */
-static int parse_exit(const char *s, size_t code_end, size_t *prefix_end, int *uniform) {
+/* An instruction line: "[label:]... [@[!]%p] opcode operands;". Returns where the opcode
+ * starts (code_end when the line holds only labels), and passes each label it defines to
+ * on_label; -1 when a guard has no predicate. */
+static long instruction_start(const char *s, size_t code_end, void (*on_label)(const char *, size_t, void *),
+                              void *context) {
     size_t i = 0;
-    while (i < code_end && is_space(s[i])) i++;
-    size_t j = i;
-    while (j < code_end && is_ident(s[j]) && s[j] != '%') j++;
-    if (j > i && j < code_end && s[j] == ':') {
-        i = j + 1;
+    for (;;) {
         while (i < code_end && is_space(s[i])) i++;
+        size_t j = i;
+        while (j < code_end && is_ident(s[j]) && s[j] != '%') j++;
+        if (j == i || j >= code_end || s[j] != ':') break;
+        if (on_label) on_label(s + i, j - i, context);
+        i = j + 1;
     }
     if (i < code_end && s[i] == '@') {
         i++;
         if (i < code_end && s[i] == '!') i++;
         size_t k = i;
         while (i < code_end && is_ident(s[i])) i++;
-        if (i == k) return 0;
+        if (i == k) return -1;
         while (i < code_end && is_space(s[i])) i++;
     }
-    size_t op = i;
+    return (long)i;
+}
+
+/* Does the opcode at s name a branch ("bra", "bra.uni", "brx.idx")? */
+static int is_branch(const char *s, size_t n) {
+    if (n >= 3 && memcmp(s, "bra", 3) == 0 && (n == 3 || s[3] == '.' || is_space(s[3]))) return 1;
+    return n >= 4 && memcmp(s, "brx.", 4) == 0;
+}
+
+/* A ret or exit instruction, with optional labels and guard predicate. On success
+ * *prefix_end is where the opcode starts and *uniform tells whether it carried .uni. */
+static int parse_exit(const char *s, size_t code_end, size_t *prefix_end, int *uniform) {
+    long start = instruction_start(s, code_end, NULL, NULL);
+    if (start < 0) return 0;
+    size_t i = (size_t)start, op = i;
     *uniform = 0;
     if (code_end - i >= 3 && memcmp(s + i, "ret", 3) == 0) {
         i += 3;
@@ -321,6 +369,114 @@ static int parse_exit(const char *s, size_t code_end, size_t *prefix_end, int *u
     if (i != code_end) return 0;
     *prefix_end = op;
     return 1;
+}
+
+/* The marker's own "mov.u32 %rN, 0;" (its asm must yield a value): no time passes there. */
+static int is_marker_value(const char *s, size_t n) {
+    static const char head[] = "mov.u32";
+    size_t i = 0;
+    while (i < n && is_space(s[i])) i++;
+    if (n - i < sizeof head - 1 || memcmp(s + i, head, sizeof head - 1) != 0) return 0;
+    i += sizeof head - 1;
+    if (i >= n || !is_space(s[i])) return 0;
+    while (i < n && is_space(s[i])) i++;
+    if (n - i < 3 || s[i] != '%' || s[i + 1] != 'r') return 0;
+    i += 2;
+    size_t digits = i;
+    while (i < n && s[i] >= '0' && s[i] <= '9') i++;
+    if (i == digits) return 0;
+    while (i < n && is_space(s[i])) i++;
+    if (i >= n || s[i++] != ',') return 0;
+    while (i < n && is_space(s[i])) i++;
+    if (i >= n || s[i++] != '0') return 0;
+    while (i < n && is_space(s[i])) i++;
+    if (i >= n || s[i++] != ';') return 0;
+    while (i < n && is_space(s[i])) i++;
+    return i == n;
+}
+
+/* ------------------------------------------------------------------ branch targets */
+
+/* The labels some branch may jump to: an open-addressing set of slices of the input. */
+typedef struct {
+    const char **names;
+    size_t *lengths;
+    size_t capacity, count;
+    int failed;
+} label_set;
+
+static size_t label_hash(const char *s, size_t n) {
+    size_t h = 1469598103u;
+    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 16777619u;
+    return h;
+}
+
+static int label_set_has(const label_set *set, const char *s, size_t n) {
+    if (!set->count) return 0;
+    for (size_t i = label_hash(s, n) & (set->capacity - 1);; i = (i + 1) & (set->capacity - 1)) {
+        if (!set->names[i]) return 0;
+        if (set->lengths[i] == n && memcmp(set->names[i], s, n) == 0) return 1;
+    }
+}
+
+static void label_set_add(label_set *set, const char *s, size_t n) {
+    if (set->failed || label_set_has(set, s, n)) return;
+    if (2 * (set->count + 1) > set->capacity) {
+        label_set grown = {0};
+        grown.capacity = set->capacity ? set->capacity * 2 : 64;
+        grown.names = calloc(grown.capacity, sizeof *grown.names);
+        grown.lengths = calloc(grown.capacity, sizeof *grown.lengths);
+        if (!grown.names || !grown.lengths) {
+            free(grown.names);
+            free(grown.lengths);
+            set->failed = 1;
+            return;
+        }
+        for (size_t i = 0; i < set->capacity; i++)
+            if (set->names[i]) label_set_add(&grown, set->names[i], set->lengths[i]);
+        free(set->names);
+        free(set->lengths);
+        *set = grown;
+    }
+    size_t i = label_hash(s, n) & (set->capacity - 1);
+    while (set->names[i]) i = (i + 1) & (set->capacity - 1);
+    set->names[i] = s;
+    set->lengths[i] = n;
+    set->count++;
+}
+
+static void label_set_free(label_set *set) {
+    free(set->names);
+    free(set->lengths);
+    memset(set, 0, sizeof *set);
+}
+
+/* Every label named as an operand of a branch or in a .branchtargets list (the code part
+ * of each line; a label named anywhere else is only a debug location). */
+static void collect_branch_targets(const char *ptx, size_t length, label_set *targets) {
+    scan_state scan = {0};
+    const char *p = ptx, *end = ptx + length;
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        line_t ln = {p, (size_t)((nl ? nl : end) - p)};
+        p = nl ? nl + 1 : end;
+        line_info info;
+        scan_line(&ln, &scan, 0, 0, &info);
+        const char *s = ln.start;
+        long op = instruction_start(s, info.code_end, NULL, NULL);
+        const char *list = find_word(s, info.code_end, ".branchtargets");
+        int branch = op >= 0 && is_branch(s + op, info.code_end - (size_t)op);
+        if (!branch && !list) continue;
+        size_t i = list ? (size_t)(list - s) + strlen(".branchtargets") : (size_t)op;
+        if (branch) /* skip the opcode itself */
+            while (i < info.code_end && !is_space(s[i])) i++;
+        while (i < info.code_end) {
+            while (i < info.code_end && !is_ident(s[i])) i++;
+            size_t b = i;
+            while (i < info.code_end && is_ident(s[i])) i++;
+            if (i > b && s[b] != '%' && s[b] != '.') label_set_add(targets, s + b, i - b);
+        }
+    }
 }
 
 /* At module level: does this line open a function header? 1 = .entry, 2 = .func. */
@@ -401,12 +557,49 @@ void gw_result_free(gw_result *r) {
 
 /* ------------------------------------------------------------------ the pass */
 
+/* ------------------------------------------------------------------ stretches */
+
+/* What a line of an entry's body means for the open group of sentinels. */
+enum { PASSES_NO_TIME, TAKES_TIME, ENDS_STRETCH };
+
+typedef struct {
+    const label_set *targets;
+    int targeted;
+} label_probe;
+
+static void probe_label(const char *s, size_t n, void *context) {
+    label_probe *probe = context;
+    if (label_set_has(probe->targets, s, n)) probe->targeted = 1;
+}
+
+/* Blank lines, comments, directives (.loc), labels no branch names and the markers' own
+ * movs pass no time; a branch or a label some branch names ends the stretch. Lines with
+ * block comments are treated as ending it: a needless end costs two adds, a missed one
+ * would be wrong. */
+static int classify_line(const line_t *ln, const line_info *info, int block_comment, const label_set *targets) {
+    const char *s = ln->start;
+    size_t n = info->code_end, i = 0;
+    if (block_comment) return ENDS_STRETCH;
+    while (i < n && is_space(s[i])) i++;
+    if (i == n) return PASSES_NO_TIME;
+    if (s[i] == '.') return PASSES_NO_TIME;
+    if (info->opens || info->closes) return TAKES_TIME;
+    label_probe probe = {targets, 0};
+    long op = instruction_start(s, n, probe_label, &probe);
+    if (probe.targeted) return ENDS_STRETCH;
+    if (op < 0) return TAKES_TIME;
+    if ((size_t)op == n) return PASSES_NO_TIME;
+    if (is_branch(s + op, n - (size_t)op)) return ENDS_STRETCH;
+    return is_marker_value(s, n) ? PASSES_NO_TIME : TAKES_TIME;
+}
+
+/* ------------------------------------------------------------------ the pass */
+
 enum { AT_MODULE, IN_HEADER, IN_BODY };
 
-int gw_rewrite(const char *ptx, size_t length, gw_result *r) {
-    memset(r, 0, sizeof *r);
-    if (!find_word(ptx, length, SENTINEL_WORD)) return 0; /* nothing to do: the module stays as it is */
+static int rewrite_lines(const char *ptx, size_t length, const label_set *targets, gw_result *r) {
     gw_text *out = &r->out;
+    event_group group = {0};
     scan_state scan = {0};
     int state = AT_MODULE, depth = 0, paren = 0, is_entry = 0, params_done = 0;
     int line_no = 0;
@@ -483,6 +676,7 @@ int gw_rewrite(const char *ptx, size_t length, gw_result *r) {
             text_append(out, ln.start + copied, full - copied);
             if (!nl) text_append(out, "\n", 1);
             if (is_entry) emit_prologue(out);
+            group = (event_group){0};
             continue;
         }
 
@@ -495,13 +689,21 @@ int gw_rewrite(const char *ptx, size_t length, gw_result *r) {
             gw_site site = {(int)entry, scope_id, is_end, line_no};
             if (add_site(r, site)) return fail(r, line_no, "out of memory");
             r->entries[entry].num_sites++;
-            emit_event(out, (int)r->num_sites - 1, scope_id, is_end);
+            emit_event(out, &group, (int)r->num_sites - 1, scope_id, is_end);
             continue;
         }
         size_t prefix_end = 0;
         int uniform = 0;
-        if (is_entry && !was_in_comment && info.opens == 0 && info.closes == 0 &&
-            parse_exit(ln.start, info.code_end, &prefix_end, &uniform)) {
+        int exit_line = is_entry && !was_in_comment && info.opens == 0 && info.closes == 0 &&
+                        parse_exit(ln.start, info.code_end, &prefix_end, &uniform);
+        if (is_entry) {
+            int block_comment = was_in_comment || scan.in_block_comment || find_word(ln.start, info.code_end, "/*");
+            int effect = exit_line || info.close_to_zero >= 0 ? ENDS_STRETCH
+                                                              : classify_line(&ln, &info, block_comment, targets);
+            if (effect == ENDS_STRETCH) close_group(out, &group);
+            else if (effect == TAKES_TIME) group.clock_live = 0;
+        }
+        if (exit_line) {
             r->entries[entry].num_exits++;
             text_append(out, ln.start, prefix_end);
             text_printf(out, "bra%s \t" EXIT_LABEL ";\n", uniform ? ".uni" : "");
@@ -522,4 +724,14 @@ int gw_rewrite(const char *ptx, size_t length, gw_result *r) {
     if (out->failed) return fail(r, line_no, "out of memory");
     r->changed = 1;
     return 0;
+}
+
+int gw_rewrite(const char *ptx, size_t length, gw_result *r) {
+    memset(r, 0, sizeof *r);
+    if (!find_word(ptx, length, SENTINEL_WORD)) return 0; /* nothing to do: the module stays as it is */
+    label_set targets = {0};
+    collect_branch_targets(ptx, length, &targets);
+    int status = targets.failed ? fail(r, 0, "out of memory") : rewrite_lines(ptx, length, &targets, r);
+    label_set_free(&targets);
+    return status;
 }

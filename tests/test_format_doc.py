@@ -44,4 +44,9 @@ def test_documented_magics_and_sizes():
     assert f"zero up to {FORMAT['GLOBAL_HEADER_BYTES']} bytes | `GLOBAL_HEADER_BYTES`" in section
     assert f"{FORMAT['EVENT_BYTES']} bytes, `EVENT_BYTES`" in section
     assert f"[0, {FORMAT['MAX_SCOPE_ID']}]" in section
+    assert f"format version ({FORMAT['FORMAT_VERSION']})" in section
+    assert f"at most {FORMAT['GROUP_MAX_EVENTS']}, `GROUP_MAX_EVENTS`" in section
+    assert f"{FORMAT['SLOT_SPARE_EVENTS']} spare events (`SLOT_SPARE_EVENTS`)" in section
+    assert f"(capacity + {FORMAT['SLOT_SPARE_EVENTS']}) × 8 + 64" in section
+    assert FORMAT["SLOT_SPARE_EVENTS"] >= FORMAT["GROUP_MAX_EVENTS"] - 1
     assert SLOT_HEADER_DTYPE.itemsize == FORMAT["SLOT_HEADER_BYTES"] and EVENT_DTYPE.itemsize == FORMAT["EVENT_BYTES"]

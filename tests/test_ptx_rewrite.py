@@ -18,6 +18,50 @@ def _exits(text: str) -> int:
     return len(EXIT_LINES.findall(text))
 
 
+ROOM_TEST = re.compile(r"setp\.lt\.and\.u32 \t%gwatch_ok,")
+STORE = re.compile(r"@%gwatch_ok st\.global\.v2\.u32 \t\[%gwatch_ptr\+(\d+)\], \{%gwatch_clk, %gwatch_tag\};")
+ADVANCE_N = re.compile(r"add\.u32 \t%gwatch_n, %gwatch_n, (\d+);")
+ADVANCE_PTR = re.compile(r"add\.u64 \t%gwatch_ptr, %gwatch_ptr, (\d+);")
+BRANCH = re.compile(r"^\s*(?:[\w$]+:\s*)*(?:@!?%\w+\s+)?br[ax][.\s]")
+LABEL = re.compile(r"^\s*([\w$]+):")
+NO_TIME = re.compile(r"^\s*(//.*|\.\w.*|[\w$]+:\s*|mov\.u32 \t?%r\d+, 0;|)$")
+
+
+def check_groups(text: str, targets: set[str]) -> dict:
+    """Walk an instrumented entry's lines and check the group discipline: a room test opens
+    a group, its stores go to consecutive events from the pointer, and the counters advance
+    by exactly the stores made before any branch or branch target; every store's clock was
+    read with no instruction run since. Returns counts of room tests, clock reads, stores."""
+    counts = {"groups": 0, "clocks": 0, "stores": 0}
+    open_group, pending, clock_fresh = False, 0, False
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        label = LABEL.match(line)
+        if BRANCH.match(line) or (label and label.group(1) in targets) or "$__gwatch_exit:" in line:
+            assert not open_group, f"line {i + 1}: control leaves a stretch with {pending} events not counted"
+            clock_fresh = False
+        if ROOM_TEST.search(line):
+            assert not open_group, f"line {i + 1}: a group opens inside another"
+            open_group, pending = True, 0
+            counts["groups"] += 1
+        elif "mov.u32 \t%gwatch_clk, %clock;" in line:
+            clock_fresh = True
+            counts["clocks"] += 1
+        elif match := STORE.search(line):
+            assert open_group and int(match.group(1)) == 8 * pending, f"line {i + 1}: event stored out of place"
+            assert clock_fresh, f"line {i + 1}: an instruction ran between the clock read and this event"
+            pending += 1
+            counts["stores"] += 1
+        elif match := ADVANCE_N.search(line):
+            assert open_group and int(match.group(1)) == pending, f"line {i + 1}: counters advance by the wrong count"
+            assert int(ADVANCE_PTR.search(lines[i + 1]).group(1)) == 8 * pending
+            open_group = False
+        elif "gwatch" not in line and not NO_TIME.match(line) and not line.strip().startswith("@%gwatch_on"):
+            clock_fresh = False
+    assert not open_group
+    return counts
+
+
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_corpus_kernel_instruments_and_assembles(case):
     source = compile_ptx(case.fn, case.signature, case.constexprs, case.num_warps, case.num_stages)
@@ -38,6 +82,27 @@ def test_corpus_kernel_instruments_and_assembles(case):
     assert entry.num_exits == _exits(source) >= 1
     assert _exits(result.ptx) == 1
     assert result.ptx.count("bra") - source.count("bra") >= entry.num_exits
+    targets = set(re.findall(r"\bbra(?:\.uni)?\s+([\w$]+);", result.ptx))
+    counts = check_groups(result.ptx, targets)
+    assert counts["stores"] == len(result.sites)
+    assert counts["clocks"] <= len(result.sites) and counts["groups"] <= len(result.sites)
+    ptx.assemble(result.ptx)
+
+
+def test_a_loop_body_tests_room_once_and_adjacent_markers_share_a_clock():
+    """The attention example's loop body is one straight-line stretch: its eight markers
+    make one group, and the four places where one scope ends right where the next starts
+    read the clock once."""
+    import attention
+    signature = {"Q": "*fp16", "K": "*fp16", "V": "*fp16", "Out": "*fp16", "sm_scale": "fp32",
+                 **{f"stride_{t}{d}": "i32" for t in "qkvo" for d in ("z", "h", "m" if t in "qo" else "n", "d")},
+                 "H": "i32", "N_CTX": "i32"}
+    source = compile_ptx(attention.attn_fwd, signature,
+                         {"HEAD_DIM": 64, "BLOCK_M": 128, "BLOCK_N": 64, "CAUSAL": False}, 4, 3)
+    result = ptx.instrument(source)
+    assert len(result.sites) == 8
+    counts = check_groups(result.ptx, set(re.findall(r"\bbra(?:\.uni)?\s+([\w$]+);", result.ptx)))
+    assert counts == {"groups": 1, "clocks": 5, "stores": 8}
     ptx.assemble(result.ptx)
 
 
@@ -89,6 +154,17 @@ def test_predicated_ret_exit_and_labels_all_reach_the_epilogue():
     assert "\t@%p1 bra \t$__gwatch_exit;" in result.ptx
     assert "$L__BB0_3: bra.uni \t$__gwatch_exit;" in result.ptx
     assert _exits(result.ptx) == 1
+    ptx.assemble(result.ptx)
+
+
+def test_a_long_run_of_markers_is_cut_into_groups_the_spare_room_can_hold():
+    from gwatch_nb.layout import GROUP_MAX_EVENTS, SLOT_SPARE_EVENTS
+    count = 2 * GROUP_MAX_EVENTS + 1
+    body = "\n".join(f"\t// gwatch.scope_{'end' if i % 2 else 'start'} 1" for i in range(count)) + "\n\tret;"
+    result = ptx.instrument(_module(body))
+    counts = check_groups(result.ptx, set())
+    assert counts == {"groups": 3, "clocks": 3, "stores": count}
+    assert SLOT_SPARE_EVENTS >= GROUP_MAX_EVENTS - 1
     ptx.assemble(result.ptx)
 
 
@@ -152,6 +228,7 @@ line = st.one_of(
     st.tuples(st.just("end"), st.integers(0, 5)),
     st.just(("ret", None)), st.just(("pret", None)), st.just(("exit", None)),
     st.just(("inst", None)), st.just(("block", None)),
+    st.just(("label", None)), st.just(("target", None)), st.just(("bra", None)), st.just(("value", None)),
 )
 
 
@@ -164,14 +241,44 @@ def _render(kind, value, index):
         "exit": "\texit;",
         "inst": "\tadd.s32 \t%r2, %r2, 1;",
         "block": "\t{\n\t.reg .b32 %q;\n\tmov.u32 %q, %r2;\n\t}",
+        "label": f"$L__tmp{index}:\n\t.loc\t1 {index + 1} 7\n\t// begin inline asm",
+        "target": f"$L__BB0_T{index}:",
+        "bra": "\t@%p1 bra \t$L__BB0_END;",
+        "value": f"\tmov.u32 %r3, 0;",
     }[kind]
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(line, max_size=25))
+def _expected_groups_and_clocks(lines) -> tuple[int, int]:
+    """What the rewriter should emit for a body: a room test per group (a group ends at a
+    branch, a branch target, an exit, or after 16 events) and a clock read per run of
+    markers with no instruction between them."""
+    groups = clocks = in_group = 0
+    fresh = False
+    for kind, _ in lines:
+        if kind in ("start", "end"):
+            if in_group == 16:
+                in_group = 0
+            if not in_group:
+                groups += 1
+                fresh = False
+            if not fresh:
+                clocks += 1
+            in_group += 1
+            fresh = True
+        elif kind in ("ret", "pret", "exit", "target", "bra"):
+            in_group, fresh = 0, False
+        elif kind in ("inst", "block"):
+            fresh = False
+    return groups, clocks
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(line, max_size=40))
 def test_random_bodies_keep_every_site_and_exit_and_assemble(lines):
-    body = "\tmov.u32 \t%r2, %tid.x;\n\tsetp.eq.u32 \t%p1, %r2, 3;\n" + \
-           "\n".join(_render(kind, value, i) for i, (kind, value) in enumerate(lines)) + "\n\tret;"
+    targets = {f"$L__BB0_T{i}" for i, (kind, _) in enumerate(lines) if kind == "target"} | {"$L__BB0_END"}
+    jumps = "".join(f"\t@%p1 bra \t{name};\n" for name in sorted(targets))
+    body = "\tmov.u32 \t%r2, %tid.x;\n\tsetp.eq.u32 \t%p1, %r2, 3;\n" + jumps + \
+           "\n".join(_render(kind, value, i) for i, (kind, value) in enumerate(lines)) + "\n$L__BB0_END:\n\tret;"
     source = _module(body)
     result = ptx.instrument(source)
     sentinels = [(k, v) for k, v in lines if k in ("start", "end")]
@@ -181,4 +288,7 @@ def test_random_bodies_keep_every_site_and_exit_and_assemble(lines):
         return
     assert result.entries[0].num_exits == 1 + sum(k in ("ret", "pret", "exit") for k, _ in lines)
     assert _exits(result.ptx) == 1
+    counts = check_groups(result.ptx, targets)
+    assert (counts["groups"], counts["clocks"]) == _expected_groups_and_clocks(lines)
+    assert counts["stores"] == len(sentinels)
     ptx.assemble(result.ptx)

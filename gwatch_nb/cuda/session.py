@@ -42,7 +42,7 @@ def new_buffer(capacity: int, num_slots: int, stream: int) -> int:
     """A launch's trace buffer: its global header written, every warp header zeroed
     (stream-ordered before the launch)."""
     pointer = driver.alloc(layout.buffer_bytes(capacity, num_slots))
-    driver.fill32_2d_async(pointer + layout.GLOBAL_HEADER_BYTES + capacity * layout.EVENT_BYTES,
+    driver.fill32_2d_async(pointer + layout.GLOBAL_HEADER_BYTES + layout.header_offset(capacity),
                            layout.slot_bytes(capacity), 0, layout.SLOT_HEADER_BYTES // 4, num_slots, stream)
     header = np.frombuffer(layout.global_header(capacity, num_slots), np.uint8)
     driver.copy_to_device_async(pointer, header, stream)
@@ -309,7 +309,7 @@ class TraceSession:
             raise driver.CudaError("the trace buffer's header was overwritten")
         slot = layout.slot_bytes(launch.capacity)
         headers = driver.copy_rows_to_host(
-            launch.pointer + layout.GLOBAL_HEADER_BYTES + launch.capacity * layout.EVENT_BYTES,
+            launch.pointer + layout.GLOBAL_HEADER_BYTES + layout.header_offset(launch.capacity),
             slot, layout.SLOT_HEADER_BYTES, launch.num_slots)
         width = min(launch.capacity, int(records.attempted_events(headers).max(initial=0)))
         events = driver.copy_rows_to_host(launch.pointer + layout.GLOBAL_HEADER_BYTES, slot,
