@@ -155,10 +155,20 @@ def worker_gwatch(names, rounds, iters):
             print(json.dumps(row), flush=True)
 
 
-#: Diagnostic variants of the instrumentation: what one part of an event costs.
+_CLOCK_READ = re.compile(r"mov\.u32 \t%gwatch_clk, %clock;")
+_EVENT_STORE = re.compile(r"@%gwatch_ok st\.global\.v2\.u32 \t\[(%gwatch_ptr\+\d+)\], \{%gwatch_clk, %gwatch_tag\};")
+_COUNTERS_SET = "\tmov.u32 \t%gwatch_n, 0;\n"
+
+#: Diagnostic variants of the instrumentation, as edits of the instrumented PTX: what one
+#: part of an event costs, and other ways to store it.
 DIAGNOSTIC_EDITS = {
-    "no-clock": (re.compile(r"mov\.u32 \t%gwatch_clk, %clock;"), "mov.u32 \t%gwatch_clk, 0;"),
-    "no-store": (re.compile(r"@%gwatch_ok st\.global\.v2\.u32 \t\[%gwatch_ptr\+\d+\], \{%gwatch_clk, %gwatch_tag\};"), ""),
+    "no-clock": lambda ptx: _CLOCK_READ.sub("mov.u32 \t%gwatch_clk, 0;", ptx),
+    "no-store": lambda ptx: _EVENT_STORE.sub("", ptx),
+    "store-cs": lambda ptx: _EVENT_STORE.sub(r"@%gwatch_ok st.global.cs.v2.u32 \t[\1], {%gwatch_clk, %gwatch_tag};", ptx),
+    "store-evict-first": lambda ptx: _EVENT_STORE.sub(
+        r"@%gwatch_ok st.global.L2::cache_hint.v2.u32 \t[\1], {%gwatch_clk, %gwatch_tag}, %gwatch_pol;", ptx
+    ).replace(_COUNTERS_SET, _COUNTERS_SET + "\t.reg .b64 \t%gwatch_pol;\n"
+              "\tcreatepolicy.fractional.L2::evict_first.b64 \t%gwatch_pol, 1.0;\n"),
 }
 
 
@@ -174,10 +184,10 @@ def worker_diagnose(names, iters):
         marked = importlib.import_module(case["module"])
         inputs = [case["inputs"]() for _ in range(3)]
         call = lambda *a: case["call"](marked, *a)  # noqa: E731
-        for label, (pattern, replacement) in DIAGNOSTIC_EDITS.items():
-            def edited(ptx, pattern=pattern, replacement=replacement):
+        for label, edit in DIAGNOSTIC_EDITS.items():
+            def edited(ptx, edit=edit):
                 result = original(ptx)
-                return dataclasses.replace(result, ptx=pattern.sub(replacement, result.ptx))
+                return dataclasses.replace(result, ptx=edit(result.ptx))
             instrumented.ptx_rewrite.instrument = edited
             instrumented._by_ptx.clear()
             try:
@@ -237,12 +247,12 @@ def worker_proton(names, iters, out_dir):
 
 def _summary(rows):
     base = {r["case"]: statistics.median(r["times"]) for r in rows if r["variant"] == "plain"}
-    lines = [f"{'case':28} {'variant':8} {'median us':>10} {'p10':>9} {'p90':>9} {'overhead':>9} "
+    lines = [f"{'case':28} {'variant':17} {'median us':>10} {'p10':>9} {'p90':>9} {'overhead':>9} "
              f"{'events/launch':>14} {'dropped':>8} {'trace MB':>9} {'host/launch':>12} "
              f"{'instrument':>11} {'again':>8}"]
     for r in rows:
         if "error" in r:
-            lines.append(f"{r['case']:28} {r['variant']:8} n/a: {r['error']}")
+            lines.append(f"{r['case']:28} {r['variant']:17} n/a: {r['error']}")
             continue
         times = sorted(r["times"])
         q = statistics.quantiles(times, n=10) if len(times) > 2 else [times[0], times[-1]]
@@ -255,7 +265,7 @@ def _summary(rows):
         elif r["variant"] == "proton":
             host = r["host_ms_per_launch"] + r["finalize_ms_per_launch"]
             extra = f"{'':>14} {'':>8} {r['bytes'] / 1e6:>9.1f} {host:>9.1f} ms"
-        lines.append(f"{r['case']:28} {r['variant']:8} {median:10.1f} {q[0]:9.1f} {q[-1]:9.1f} "
+        lines.append(f"{r['case']:28} {r['variant']:17} {median:10.1f} {q[0]:9.1f} {q[-1]:9.1f} "
                      f"{100 * (median / base[r['case']] - 1):+8.1f}% {extra}")
     return "\n".join(lines)
 
@@ -306,7 +316,7 @@ def main():
                         print(f"{worker}: {rows[-1]['case']} {rows[-1]['variant']} done", flush=True)
             if child.returncode:
                 print(f"{worker} worker exited with status {child.returncode}", file=sys.stderr)
-    order = {"plain": 0, "idle": 1, "gwatch": 2, "no-clock": 3, "no-store": 4, "proton": 5}
+    order = {"plain": 0, "idle": 1, "gwatch": 2, **{k: 3 + i for i, k in enumerate(DIAGNOSTIC_EDITS)}, "proton": 9}
     rows.sort(key=lambda r: (names.index(r["case"]), order[r["variant"]]))
     table = _summary(rows)
     print(table)
