@@ -155,18 +155,18 @@ def worker_gwatch(names, rounds, iters):
             print(json.dumps(row), flush=True)
 
 
-_CLOCK_READ = re.compile(r"mov\.u32 \t%gwatch_clk, %clock;")
-_EVENT_STORE = re.compile(r"@%gwatch_ok st\.global\.v2\.u32 \t\[(%gwatch_ptr\+\d+)\], \{%gwatch_clk, %gwatch_tag\};")
+_CLOCK_READ = re.compile(r"mov\.u32 \t(%gwatch_clk\d+), %clock;")
+_EVENT_STORE = re.compile(r"@%gwatch_ok st\.global\.v2\.u32 \t\[(%gwatch_ptr\+\d+)\], \{(%gwatch_clk\d+), %gwatch_tag\};")
 _COUNTERS_SET = "\tmov.u32 \t%gwatch_n, 0;\n"
 
 #: Diagnostic variants of the instrumentation, as edits of the instrumented PTX: what one
 #: part of an event costs, and other ways to store it.
 DIAGNOSTIC_EDITS = {
-    "no-clock": lambda ptx: _CLOCK_READ.sub("mov.u32 \t%gwatch_clk, 0;", ptx),
+    "no-clock": lambda ptx: _CLOCK_READ.sub(r"mov.u32 \t\1, 0;", ptx),
     "no-store": lambda ptx: _EVENT_STORE.sub("", ptx),
-    "store-cs": lambda ptx: _EVENT_STORE.sub(r"@%gwatch_ok st.global.cs.v2.u32 \t[\1], {%gwatch_clk, %gwatch_tag};", ptx),
+    "store-cs": lambda ptx: _EVENT_STORE.sub(r"@%gwatch_ok st.global.cs.v2.u32 \t[\1], {\2, %gwatch_tag};", ptx),
     "store-evict-first": lambda ptx: _EVENT_STORE.sub(
-        r"@%gwatch_ok st.global.L2::cache_hint.v2.u32 \t[\1], {%gwatch_clk, %gwatch_tag}, %gwatch_pol;", ptx
+        r"@%gwatch_ok st.global.L2::cache_hint.v2.u32 \t[\1], {\2, %gwatch_tag}, %gwatch_pol;", ptx
     ).replace(_COUNTERS_SET, _COUNTERS_SET + "\t.reg .b64 \t%gwatch_pol;\n"
               "\tcreatepolicy.fractional.L2::evict_first.b64 \t%gwatch_pol, 1.0;\n"),
 }

@@ -34,6 +34,13 @@
 #define SENTINEL_WORD "gwatch.scope_"
 #define EXIT_LABEL "$__gwatch_exit"
 
+/* A group's events are stored after the fact: each clock reading waits in a register and
+ * the stores go out together when the group closes (or when PENDING_RUNS_MAX readings
+ * wait), so they land after the stretch's own memory work instead of in front of the
+ * fences and barriers inside it, which would wait for them. */
+#define PENDING_RUNS_MAX 4
+#define CLOCK_REGISTERS (PENDING_RUNS_MAX + 1) /* the readings waiting, and the one just taken */
+
 /* ------------------------------------------------------------------ text buffer */
 
 static void text_append(gw_text *t, const char *s, size_t n) {
@@ -87,14 +94,14 @@ static void emit_prologue(gw_text *t) {
         "\t.reg .b64 \t%%gwatch_at;\n"
         "\t.reg .b32 \t%%gwatch_n;\n"
         "\t.reg .b32 \t%%gwatch_cap;\n"
-        "\t.reg .b32 \t%%gwatch_clk;\n"
+        "\t.reg .b32 \t%%gwatch_clk<%d>;\n"
         "\t.reg .b32 \t%%gwatch_tag;\n"
         "\tld.param.u64 \t%%gwatch_d0, [%s];\n"
         "\tld.param.u32 \t%%gwatch_r1, [%s];\n"
         "\tmov.u32 \t%%gwatch_r0, %%laneid;\n"
         "\tsetp.eq.u32 \t%%gwatch_on, %%gwatch_r0, 0;\n"
         "\tsetp.ne.and.u64 \t%%gwatch_on, %%gwatch_d0, 0, %%gwatch_on;\n",
-        GWATCH_BUFFER_PARAM, GWATCH_CAPACITY_PARAM);
+        CLOCK_REGISTERS, GWATCH_BUFFER_PARAM, GWATCH_CAPACITY_PARAM);
     /* Linear block index, then slot = block * warps_per_block + warp (64-bit). */
     text_puts(t,
         "\tmov.u32 \t%gwatch_r2, %ctaid.x;\n"
@@ -147,21 +154,45 @@ static void emit_prologue(gw_text *t) {
         GWATCH_SH_GT_ENTRY, GWATCH_WARP_MAGIC, GWATCH_SH_MAGIC, GWATCH_SH_BLOCK_Z);
 }
 
+typedef struct {
+    int clock; /* the %gwatch_clk register holding its time */
+    unsigned tag;
+} pending_event;
+
 /* The open group of sentinels in the current straight-line stretch. */
 typedef struct {
     int open;       /* a room test was emitted and its counters are not yet advanced */
     int events;     /* events in the group so far */
-    int clock_live; /* %gwatch_clk holds a clock read no instruction has passed since */
+    int stored;     /* of which stored */
+    int clock_live; /* the latest clock reading has had no instruction run since */
+    int clock;      /* the register holding the latest reading */
+    int runs;       /* readings whose events wait to be stored */
+    pending_event pending[GWATCH_GROUP_MAX_EVENTS];
 } event_group;
 
-/* Advance the counters past the group: every path out of a stretch passes here first. */
+static void store_pending(gw_text *t, event_group *g) {
+    for (int j = g->stored; j < g->events; j++) {
+        const pending_event *e = &g->pending[j - g->stored];
+        text_printf(t,
+            "\tmov.u32 \t%%gwatch_tag, %u;\n"
+            "\t@%%gwatch_ok st.global.v2.u32 \t[%%gwatch_ptr+%d], {%%gwatch_clk%d, %%gwatch_tag};\n",
+            e->tag, j * GWATCH_EVENT_BYTES, e->clock);
+    }
+    g->stored = g->events;
+    g->runs = 0;
+}
+
+/* Store what waits and advance the counters past the group: every path out of a stretch
+ * passes here first. */
 static void close_group(gw_text *t, event_group *g) {
-    if (g->open)
+    if (g->open) {
+        store_pending(t, g);
         text_printf(t,
             "\tadd.u32 \t%%gwatch_n, %%gwatch_n, %d;\n"
             "\tadd.u64 \t%%gwatch_ptr, %%gwatch_ptr, %d;\n",
             g->events, g->events * GWATCH_EVENT_BYTES);
-    g->open = g->events = g->clock_live = 0;
+    }
+    g->open = g->events = g->stored = g->clock_live = g->runs = 0;
 }
 
 /* One event: 32-bit clock and tag, stored by lane 0 when the slot had room before the
@@ -174,11 +205,13 @@ static void emit_event(gw_text *t, event_group *g, int site, int scope_id, int i
         g->open = 1;
     }
     text_printf(t, "\t// gwatch site %d: scope_%s %d\n", site, is_end ? "end" : "start", scope_id);
-    if (!g->clock_live) text_puts(t, "\tmov.u32 \t%gwatch_clk, %clock;\n");
-    text_printf(t,
-        "\tmov.u32 \t%%gwatch_tag, %u;\n"
-        "\t@%%gwatch_ok st.global.v2.u32 \t[%%gwatch_ptr+%d], {%%gwatch_clk, %%gwatch_tag};\n",
-        tag, g->events * GWATCH_EVENT_BYTES);
+    if (!g->clock_live) {
+        g->clock = (g->clock + 1) % CLOCK_REGISTERS;
+        text_printf(t, "\tmov.u32 \t%%gwatch_clk%d, %%clock;\n", g->clock);
+        if (g->runs == PENDING_RUNS_MAX) store_pending(t, g);
+        g->runs++;
+    }
+    g->pending[g->events - g->stored] = (pending_event){g->clock, tag};
     g->events++;
     g->clock_live = 1;
 }

@@ -19,7 +19,9 @@ def _exits(text: str) -> int:
 
 
 ROOM_TEST = re.compile(r"setp\.lt\.and\.u32 \t%gwatch_ok,")
-STORE = re.compile(r"@%gwatch_ok st\.global\.v2\.u32 \t\[%gwatch_ptr\+(\d+)\], \{%gwatch_clk, %gwatch_tag\};")
+SITE = re.compile(r"// gwatch site \d+:")
+CLOCK_READ = re.compile(r"mov\.u32 \t(%gwatch_clk\d+), %clock;")
+STORE = re.compile(r"@%gwatch_ok st\.global\.v2\.u32 \t\[%gwatch_ptr\+(\d+)\], \{(%gwatch_clk\d+), %gwatch_tag\};")
 ADVANCE_N = re.compile(r"add\.u32 \t%gwatch_n, %gwatch_n, (\d+);")
 ADVANCE_PTR = re.compile(r"add\.u64 \t%gwatch_ptr, %gwatch_ptr, (\d+);")
 BRANCH = re.compile(r"^\s*(?:[\w$]+:\s*)*(?:@!?%\w+\s+)?br[ax][.\s]")
@@ -29,35 +31,47 @@ NO_TIME = re.compile(r"^\s*(//.*|\.\w.*|[\w$]+:\s*|mov\.u32 \t?%r\d+, 0;|)$")
 
 def check_groups(text: str, targets: set[str]) -> dict:
     """Walk an instrumented entry's lines and check the group discipline: a room test opens
-    a group, its stores go to consecutive events from the pointer, and the counters advance
-    by exactly the stores made before any branch or branch target; every store's clock was
-    read with no instruction run since. Returns counts of room tests, clock reads, stores."""
+    a group; each marker takes the clock reading made at it, or the one just before it with
+    no instruction run since; the group's events are stored in order at consecutive slots
+    from the pointer, each with its own reading still in its register; and the counters
+    advance by exactly the group's events before any branch or branch target. Returns
+    counts of room tests, clock reads and stores."""
     counts = {"groups": 0, "clocks": 0, "stores": 0}
-    open_group, pending, clock_fresh = False, 0, False
+    open_group, events, stored, fresh = False, [], 0, False
+    readings = {}  # register -> how many times it was read, to spot one overwritten too early
     lines = text.splitlines()
     for i, line in enumerate(lines):
+        where = f"line {i + 1}"
         label = LABEL.match(line)
         if BRANCH.match(line) or (label and label.group(1) in targets) or "$__gwatch_exit:" in line:
-            assert not open_group, f"line {i + 1}: control leaves a stretch with {pending} events not counted"
-            clock_fresh = False
+            assert not open_group, f"{where}: control leaves a stretch with {len(events)} events not counted"
+            fresh = False
         if ROOM_TEST.search(line):
-            assert not open_group, f"line {i + 1}: a group opens inside another"
-            open_group, pending = True, 0
+            assert not open_group, f"{where}: a group opens inside another"
+            open_group, events, stored = True, [], 0
             counts["groups"] += 1
-        elif "mov.u32 \t%gwatch_clk, %clock;" in line:
-            clock_fresh = True
+        elif SITE.search(line):
+            read = CLOCK_READ.search(lines[i + 1])
+            assert read or fresh, f"{where}: an instruction ran between the clock read and this marker"
+            register = read.group(1) if read else current
+            events.append((register, readings.get(register, 0) + (1 if read else 0)))
+        elif read := CLOCK_READ.search(line):
+            current, fresh = read.group(1), True
+            readings[current] = readings.get(current, 0) + 1
             counts["clocks"] += 1
         elif match := STORE.search(line):
-            assert open_group and int(match.group(1)) == 8 * pending, f"line {i + 1}: event stored out of place"
-            assert clock_fresh, f"line {i + 1}: an instruction ran between the clock read and this event"
-            pending += 1
+            assert open_group and int(match.group(1)) == 8 * stored, f"{where}: event stored out of place"
+            assert events[stored] == (match.group(2), readings[match.group(2)]), \
+                f"{where}: the event is stored with another marker's clock reading"
+            stored += 1
             counts["stores"] += 1
         elif match := ADVANCE_N.search(line):
-            assert open_group and int(match.group(1)) == pending, f"line {i + 1}: counters advance by the wrong count"
-            assert int(ADVANCE_PTR.search(lines[i + 1]).group(1)) == 8 * pending
+            assert open_group and int(match.group(1)) == len(events) == stored, \
+                f"{where}: counters advance by {match.group(1)} after {stored} of {len(events)} events stored"
+            assert int(ADVANCE_PTR.search(lines[i + 1]).group(1)) == 8 * stored
             open_group = False
         elif "gwatch" not in line and not NO_TIME.match(line) and not line.strip().startswith("@%gwatch_on"):
-            clock_fresh = False
+            fresh = False
     assert not open_group
     return counts
 
