@@ -169,6 +169,11 @@ DIAGNOSTIC_EDITS = {
         r"@%gwatch_ok st.global.L2::cache_hint.v2.u32 \t[\1], {\2, %gwatch_tag}, %gwatch_pol;", ptx
     ).replace(_COUNTERS_SET, _COUNTERS_SET + "\t.reg .b64 \t%gwatch_pol;\n"
               "\tcreatepolicy.fractional.L2::evict_first.b64 \t%gwatch_pol, 1.0;\n"),
+    # Every event of a warp to the same 16 bytes of its slot's spare room: the same stores
+    # with a memory footprint of one sector per warp (the events read back are not real).
+    "store-in-place": lambda ptx: _EVENT_STORE.sub(
+        lambda m: f"@%gwatch_ok st.global.v2.u32 \t[%gwatch_d7+{-128 + int(m.group(1).split('+')[1]) % 16}], "
+                  f"{{{m.group(2)}, %gwatch_tag}};", ptx),
 }
 
 
