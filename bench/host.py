@@ -1,5 +1,5 @@
 """Host-side costs on this machine, no GPU needed: decoding a 2-million-event launch into
-Trace.df, the archive of 2 million scope instances, and rewriting a 50,000-line PTX.
+Trace.df (warps with equal and with uneven event counts), the archive of 2 million scope instances, and rewriting a 50,000-line PTX.
 
 The launch is a real H200 trace (tests/fixtures/attention_4k_h200.json) tiled into one
 launch of 2,097,152 events, turned back into the exact bytes the GPU would have left in
@@ -25,6 +25,7 @@ from gwatch_nb.trace import Trace  # noqa: E402
 from tiled_trace import tile  # noqa: E402
 
 FIXTURE = os.path.join(ROOT, "tests", "fixtures", "attention_4k_h200.json")
+CAUSAL_FIXTURE = os.path.join(ROOT, "tests", "fixtures", "attention_causal_h200.json")
 
 
 def device_buffers(launch: records.LaunchRecords):
@@ -75,15 +76,23 @@ def main():
     headers, events = device_buffers(launch)
     print(f"launch: {len(launch.warps):,} warps, {launch.events_recorded:,} events")
 
-    def decode():
+    def decode(launch, headers, events, scope_names):
         warps, cycles, tags, _ = records.from_device(headers, events, int(events.shape[1]))
         trace = Trace([records.LaunchRecords(launch.kernel, launch.grid, launch.block, events.shape[1], warps,
-                                             cycles, tags)], base.scope_names)
+                                             cycles, tags)], scope_names)
         return trace.df
 
-    seconds, df = timed(decode, args.repeat)
+    seconds, df = timed(lambda: decode(launch, headers, events, base.scope_names), args.repeat)
     print(f"decode buffers -> Trace.df ({len(df):,} rows): {seconds * 1e3:.0f} ms; "
           f"{df.memory_usage(deep=True).sum() / len(df):.1f} bytes/row")
+
+    # Causal attention: warps record 16 to 128 events, so the decode gathers each slot's own count.
+    causal = gwatch_nb.load(CAUSAL_FIXTURE)
+    uneven = tile(causal, -(-2_000_000 // causal.records[0].events_recorded)).records[0]
+    uneven_headers, uneven_events = device_buffers(uneven)
+    seconds, df = timed(lambda: decode(uneven, uneven_headers, uneven_events, causal.scope_names), args.repeat)
+    print(f"decode buffers with uneven counts ({uneven.events_recorded:,} events, {len(df):,} rows): "
+          f"{seconds * 1e3:.0f} ms")
 
     big = tile(base, 8)
     with tempfile.TemporaryDirectory() as folder:

@@ -72,7 +72,8 @@ def from_device(headers: np.ndarray, events: np.ndarray, capacity: int) -> tuple
     hdr = _slot_headers(headers)
     written = hdr["magic"] == WARP_MAGIC
     missing = int(len(hdr) - np.count_nonzero(written))
-    hdr, events = hdr[written], events[written]
+    if missing:
+        hdr, events = hdr[written], events[written]
     attempted = _attempted(hdr)
     recorded = np.minimum(attempted, min(capacity, events.shape[1]))
 
@@ -82,8 +83,10 @@ def from_device(headers: np.ndarray, events: np.ndarray, capacity: int) -> tuple
     warps["n_events"] = recorded
     warps["n_dropped"] = attempted - recorded
 
-    keep = np.arange(events.shape[1]) < recorded[:, None]
-    flat = events[keep]
+    if (recorded == events.shape[1]).all():  # every warp filled the copied width: no gather
+        flat = events.reshape(-1)
+    else:
+        flat = events[np.arange(events.shape[1]) < recorded[:, None]]
     cycles = unwrap_clock(flat["clock"], warps["ck_entry"], recorded)
     return warps, cycles, flat["tag"].copy(), missing
 

@@ -68,6 +68,13 @@ def _decode(records: LaunchRecords, cycles_are_ns: bool) -> _Launch:
     return _Launch(records, intervals, clock, t0, problems)
 
 
+def _joined(arrays: list[np.ndarray]) -> np.ndarray:
+    """The launches' columns end to end, always in a new array the table may own."""
+    if not arrays:
+        return np.zeros(0, np.int64)
+    return np.concatenate(arrays) if len(arrays) > 1 else arrays[0].copy()
+
+
 def _int_column(values: np.ndarray, floor=np.int16) -> np.ndarray:
     """The narrowest signed integer type (at least ``floor``) that holds the values."""
     values = np.asarray(values)
@@ -125,8 +132,7 @@ class Trace:
         import pandas as pd
 
         parts = [self._interval_columns(i, launch) for i, launch in enumerate(self._launches)]
-        columns = {name: np.concatenate([p[name] for p in parts]) if parts else np.zeros(0, np.int64)
-                   for name in _INTERVAL_COLUMNS}
+        columns = {name: _joined([p[name] for p in parts]) for name in _INTERVAL_COLUMNS}
         kernels = sorted({l.records.kernel for l in self._launches})
         kernel_codes = np.concatenate([
             np.full(len(p["launch"]), kernels.index(l.records.kernel), np.int8)
@@ -154,7 +160,7 @@ class Trace:
             "end_cycle": columns["end_cycle"],
             "depth": _int_column(columns["depth"]),
             "seq": _int_column(columns["seq"], floor=np.int32),
-        })
+        }, copy=False)  # the columns are this table's own: no second copy of a million rows
 
     def _interval_columns(self, index: int, launch: _Launch) -> dict[str, np.ndarray]:
         iv, warps = launch.intervals, launch.records.warps

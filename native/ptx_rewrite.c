@@ -484,15 +484,17 @@ static void label_set_free(label_set *set) {
     memset(set, 0, sizeof *set);
 }
 
-/* Every label named as an operand of a branch or in a .branchtargets list (the code part
- * of each line; a label named anywhere else is only a debug location). */
+/* Every label named as an operand of a branch or in a .branchtargets list. Only lines
+ * that mention "br" are read; one inside a block comment adds a label that ends a stretch
+ * needlessly, which costs two adds and is never wrong. */
 static void collect_branch_targets(const char *ptx, size_t length, label_set *targets) {
-    scan_state scan = {0};
     const char *p = ptx, *end = ptx + length;
     while (p < end) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
         line_t ln = {p, (size_t)((nl ? nl : end) - p)};
         p = nl ? nl + 1 : end;
+        if (!find_word(ln.start, ln.length, "br")) continue;
+        scan_state scan = {0};
         line_info info;
         scan_line(&ln, &scan, 0, 0, &info);
         const char *s = ln.start;

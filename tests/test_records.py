@@ -123,6 +123,37 @@ def test_from_device_counts_drops_and_ignores_unwritten_slots():
     assert records.attempted_events(headers.view(np.uint8).reshape(3, -1)).tolist() == [3, 9, 0]
 
 
+@pytest.mark.parametrize("missing, uniform", [(False, True), (False, False), (True, True), (True, False)])
+def test_from_device_matches_a_slot_by_slot_reading(missing, uniform):
+    """The vectorised decode (with its shortcuts for launches where every slot was written
+    and every warp filled the copied width) equals reading each slot on its own."""
+    rng = np.random.default_rng(3)
+    slots, width = 6, 8
+    headers = np.zeros(slots, layout.SLOT_HEADER_DTYPE)
+    headers["magic"] = layout.WARP_MAGIC
+    if missing:
+        headers["magic"][2] = 0
+    headers["ck_entry"] = rng.integers(1 << 33, 1 << 34, slots)
+    headers["gt_exit"] = 1  # the warp ran its epilogue, which wrote the count
+    headers["events"] = width if uniform else rng.integers(0, width + 3, slots)
+    events = np.zeros((slots, width), layout.EVENT_DTYPE)
+    events["clock"] = (headers["ck_entry"][:, None].astype(np.int64) + np.cumsum(rng.integers(1, 500, (slots, width)), 1)) & 0xFFFFFFFF
+    events["tag"] = rng.integers(0, 1 << 16, (slots, width))
+    warps, cycles, tags, lost = records.from_device(headers.view(np.uint8).reshape(slots, -1), events, width)
+    want_cycles, want_tags = [], []
+    for slot in range(slots):
+        if headers["magic"][slot] != layout.WARP_MAGIC:
+            continue
+        clock = int(headers["ck_entry"][slot])
+        for event in events[slot][:min(int(headers["events"][slot]), width)]:
+            clock += (int(event["clock"]) - clock) % (1 << 32)  # forward steps below 2^31 cycles
+            want_cycles.append(clock)
+            want_tags.append(int(event["tag"]))
+    assert lost == int(missing)
+    assert cycles.tolist() == want_cycles and tags.tolist() == want_tags
+    assert len(warps) == slots - int(missing)
+
+
 def _warps_with_clock(true_entry, true_exit, ghz_of, sm, sm_offset, sm_rate=None):
     """Warps whose SMs count ghz_of(t) * sm_rate[sm] cycles per ns, from their own
     sm_offset, behind a 32 ns globaltimer."""
