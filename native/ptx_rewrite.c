@@ -486,7 +486,7 @@ static void label_set_free(label_set *set) {
 
 /* Every label named as an operand of a branch or in a .branchtargets list. Only lines
  * that mention "br" are read; one inside a block comment adds a label that ends a stretch
- * needlessly, which costs two adds and is never wrong. */
+ * needlessly, which costs a little and is never wrong. */
 static void collect_branch_targets(const char *ptx, size_t length, label_set *targets) {
     const char *p = ptx, *end = ptx + length;
     while (p < end) {
@@ -590,8 +590,6 @@ void gw_result_free(gw_result *r) {
     memset(r, 0, sizeof *r);
 }
 
-/* ------------------------------------------------------------------ the pass */
-
 /* ------------------------------------------------------------------ stretches */
 
 /* What a line of an entry's body means for the open group of sentinels. */
@@ -609,8 +607,8 @@ static void probe_label(const char *s, size_t n, void *context) {
 
 /* Blank lines, comments, directives (.loc), labels no branch names and the markers' own
  * movs pass no time; a branch or a label some branch names ends the stretch. Lines with
- * block comments are treated as ending it: a needless end costs two adds, a missed one
- * would be wrong. */
+ * block comments are treated as ending it: a needless end costs two adds and a room
+ * test, a missed one would be wrong. */
 static int classify_line(const line_t *ln, const line_info *info, int block_comment, const label_set *targets) {
     const char *s = ln->start;
     size_t n = info->code_end, i = 0;
