@@ -29,6 +29,10 @@ LABEL = re.compile(r"^\s*([\w$]+):")
 NO_TIME = re.compile(r"^\s*(//.*|\.\w.*|[\w$]+:\s*|mov\.u32 \t?%r\d+, 0;|)$")
 
 
+def _branch_targets(text: str) -> set[str]:
+    return set(re.findall(r"\bbra(?:\.uni)?\s+([\w$]+);", text))
+
+
 def check_groups(text: str, targets: set[str]) -> dict:
     """Walk an instrumented entry's lines and check the group discipline: a room test opens
     a group; each marker takes the clock reading made at it, or the one just before it with
@@ -96,8 +100,7 @@ def test_corpus_kernel_instruments_and_assembles(case):
     assert entry.num_exits == _exits(source) >= 1
     assert _exits(result.ptx) == 1
     assert result.ptx.count("bra") - source.count("bra") >= entry.num_exits
-    targets = set(re.findall(r"\bbra(?:\.uni)?\s+([\w$]+);", result.ptx))
-    counts = check_groups(result.ptx, targets)
+    counts = check_groups(result.ptx, _branch_targets(result.ptx))
     assert counts["stores"] == len(result.sites)
     assert counts["clocks"] <= len(result.sites) and counts["groups"] <= len(result.sites)
     ptx.assemble(result.ptx)
@@ -105,17 +108,13 @@ def test_corpus_kernel_instruments_and_assembles(case):
 
 def test_a_loop_body_tests_room_once_and_adjacent_markers_share_a_clock():
     """The attention example's loop body is one straight-line stretch: its eight markers
-    make one group, and the four places where one scope ends right where the next starts
-    read the clock once."""
-    import attention
-    signature = {"Q": "*fp16", "K": "*fp16", "V": "*fp16", "Out": "*fp16", "sm_scale": "fp32",
-                 **{f"stride_{t}{d}": "i32" for t in "qkvo" for d in ("z", "h", "m" if t in "qo" else "n", "d")},
-                 "H": "i32", "N_CTX": "i32"}
-    source = compile_ptx(attention.attn_fwd, signature,
-                         {"HEAD_DIM": 64, "BLOCK_M": 128, "BLOCK_N": 64, "CAUSAL": False}, 4, 3)
+    make one group, and the three places where one scope ends right where the next starts
+    read the clock once each."""
+    case = next(c for c in CASES if c.name == "attention fwd d64")
+    source = compile_ptx(case.fn, case.signature, case.constexprs, case.num_warps, case.num_stages)
     result = ptx.instrument(source)
     assert len(result.sites) == 8
-    counts = check_groups(result.ptx, set(re.findall(r"\bbra(?:\.uni)?\s+([\w$]+);", result.ptx)))
+    counts = check_groups(result.ptx, _branch_targets(result.ptx))
     assert counts == {"groups": 1, "clocks": 5, "stores": 8}
     ptx.assemble(result.ptx)
 
