@@ -156,7 +156,7 @@ def worker_gwatch(names, rounds, iters):
 
 
 _CLOCK_READ = re.compile(r"mov\.u32 \t(%gwatch_clk\d+), %clock;")
-_EVENT_STORE = re.compile(r"@%gwatch_ok st\.global\.v2\.u32 \t\[(%gwatch_ptr\+\d+)\], \{(%gwatch_clk\d+), %gwatch_tag\};")
+_EVENT_STORE = re.compile(r"@%gwatch_ok st\.global\.v2\.u32 \t\[%gwatch_ptr\+(\d+)\], \{(%gwatch_clk\d+), %gwatch_tag\};")
 _COUNTERS_SET = "\tmov.u32 \t%gwatch_n, 0;\n"
 
 #: Diagnostic variants of the instrumentation, as edits of the instrumented PTX: what one
@@ -164,21 +164,21 @@ _COUNTERS_SET = "\tmov.u32 \t%gwatch_n, 0;\n"
 DIAGNOSTIC_EDITS = {
     "no-clock": lambda ptx: _CLOCK_READ.sub(r"mov.u32 \t\1, 0;", ptx),
     "no-store": lambda ptx: _EVENT_STORE.sub("", ptx),
-    "store-cs": lambda ptx: _EVENT_STORE.sub(r"@%gwatch_ok st.global.cs.v2.u32 \t[\1], {\2, %gwatch_tag};", ptx),
+    "store-cs": lambda ptx: _EVENT_STORE.sub(r"@%gwatch_ok st.global.cs.v2.u32 \t[%gwatch_ptr+\1], {\2, %gwatch_tag};", ptx),
     "store-evict-first": lambda ptx: _EVENT_STORE.sub(
-        r"@%gwatch_ok st.global.L2::cache_hint.v2.u32 \t[\1], {\2, %gwatch_tag}, %gwatch_pol;", ptx
+        r"@%gwatch_ok st.global.L2::cache_hint.v2.u32 \t[%gwatch_ptr+\1], {\2, %gwatch_tag}, %gwatch_pol;", ptx
     ).replace(_COUNTERS_SET, _COUNTERS_SET + "\t.reg .b64 \t%gwatch_pol;\n"
               "\tcreatepolicy.fractional.L2::evict_first.b64 \t%gwatch_pol, 1.0;\n"),
     # Every event of a warp to the same 16 bytes of its slot's spare room: the same stores
     # with a memory footprint of one sector per warp (the events read back are not real).
     "store-in-place": lambda ptx: _EVENT_STORE.sub(
-        lambda m: f"@%gwatch_ok st.global.v2.u32 \t[%gwatch_d7+{-128 + int(m.group(1).split('+')[1]) % 16}], "
+        lambda m: f"@%gwatch_ok st.global.v2.u32 \t[%gwatch_d7+{-128 + int(m.group(1)) % 16}], "
                   f"{{{m.group(2)}, %gwatch_tag}};", ptx),
 }
 
 
 def worker_diagnose(names, iters):
-    """Time traced launches with parts of each event record edited out of the PTX."""
+    """Time traced launches of the instrumented PTX with each diagnostic edit applied."""
     import dataclasses
     import importlib
     from gwatch_nb.cuda import instrumented
@@ -282,7 +282,8 @@ def main():
     parser.add_argument("--iters", type=int, default=20)
     parser.add_argument("--out", default=".")
     parser.add_argument("--proton", default="all", help="cases also traced by Proton ('none' for none)")
-    parser.add_argument("--diagnose", default="none", help="cases also timed with parts of each event removed")
+    parser.add_argument("--diagnose", default="none",
+                        help="cases also timed with each diagnostic edit of the instrumentation (DIAGNOSTIC_EDITS)")
     parser.add_argument("--worker", choices=["gwatch", "proton", "diagnose"])
     args = parser.parse_args()
     if args.worker:
@@ -321,7 +322,7 @@ def main():
                         print(f"{worker}: {rows[-1]['case']} {rows[-1]['variant']} done", flush=True)
             if child.returncode:
                 print(f"{worker} worker exited with status {child.returncode}", file=sys.stderr)
-    order = {"plain": 0, "idle": 1, "gwatch": 2, **{k: 3 + i for i, k in enumerate(DIAGNOSTIC_EDITS)}, "proton": 9}
+    order = {name: i for i, name in enumerate(["plain", "idle", "gwatch", *DIAGNOSTIC_EDITS, "proton"])}
     rows.sort(key=lambda r: (names.index(r["case"]), order[r["variant"]]))
     table = _summary(rows)
     print(table)
