@@ -181,19 +181,21 @@ def pair_scopes(tags: np.ndarray, cycles: np.ndarray, counts: np.ndarray) -> tup
     crossed = level[end_pos] != depth + 1
     problems["crossed"] = s_warp[start_at[crossed]]
 
-    # Reorder the intervals by their start's position (warp-major, program order) in O(n).
+    # Reorder the intervals by their start's position (warp-major, program order) in O(n):
+    # the starts in program order are where is_start_pos is set; `out` maps them back to pairs.
     is_start_pos = np.zeros(n, bool)
     is_start_pos[start_pos] = True
-    rank = (np.cumsum(is_start_pos) - 1)[start_pos]
+    starts_in_order = np.flatnonzero(is_start_pos)
+    rank = (np.cumsum(is_start_pos, dtype=np.int32) - 1)[start_pos]
     out = np.empty(len(start_at), np.int64)
     out[rank] = np.arange(len(start_at))
 
     intervals = Intervals(
-        warp_row=pair_warp[out],
-        scope_id=pair_scope[out].astype(np.int32),
-        start_cycle=cycles[start_pos][out],
-        end_cycle=cycles[end_pos][out],
-        depth=depth[out],
+        warp_row=warp_of[starts_in_order],
+        scope_id=scope[starts_in_order].astype(np.int32),
+        start_cycle=cycles[starts_in_order],
+        end_cycle=cycles[end_pos[out]],
+        depth=level[starts_in_order],
         seq=seq[out].astype(np.int32),
     )
     return intervals, problems
