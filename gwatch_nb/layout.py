@@ -4,20 +4,22 @@ import numpy as np
 
 from ._native import FORMAT
 
-EVENT_BYTES = FORMAT["EVENT_BYTES"]
+RECORD_BYTES = FORMAT["RECORD_BYTES"]
+READINGS_PER_RECORD = FORMAT["READINGS_PER_RECORD"]
 GLOBAL_HEADER_BYTES = FORMAT["GLOBAL_HEADER_BYTES"]
 SLOT_HEADER_BYTES = FORMAT["SLOT_HEADER_BYTES"]
 WARP_MAGIC = FORMAT["WARP_MAGIC"]
 MAX_SCOPE_ID = FORMAT["MAX_SCOPE_ID"]
-TAG_ID_SHIFT = FORMAT["TAG_ID_SHIFT"]
-TAG_END_BIT = FORMAT["TAG_END_BIT"]
-SLOT_SPARE_EVENTS = FORMAT["SLOT_SPARE_EVENTS"]
 GROUP_MAX_EVENTS = FORMAT["GROUP_MAX_EVENTS"]
 BUFFER_PARAM = FORMAT["BUFFER_PARAM"]
 CAPACITY_PARAM = FORMAT["CAPACITY_PARAM"]
+SLOT_RECORDS_PARAM = FORMAT["SLOT_RECORDS_PARAM"]
+
+#: Events on the host (decoded records, archives) carry tag = scope_id << 1 | is_end.
+TAG_ID_SHIFT, TAG_END_BIT = 1, 1
 
 _U64_FIELDS = ("GT_ENTRY", "CK_ENTRY", "GT_EXIT", "CK_EXIT")
-_U32_FIELDS = ("MAGIC", "WARP", "BLOCK_X", "BLOCK_Y", "BLOCK_Z", "SM", "EVENTS", "RESERVED")
+_U32_FIELDS = ("MAGIC", "WARP", "BLOCK_X", "BLOCK_Y", "BLOCK_Z", "SM", "EVENTS", "RECORDS")
 
 #: One warp's header as the device writes it (at the end of its slot).
 SLOT_HEADER_DTYPE = np.dtype({
@@ -27,42 +29,49 @@ SLOT_HEADER_DTYPE = np.dtype({
     "itemsize": SLOT_HEADER_BYTES,
 })
 
-#: One event as the device writes it.
-EVENT_DTYPE = np.dtype({
-    "names": ["clock", "tag"],
-    "formats": ["<u4", "<u4"],
-    "offsets": [FORMAT["EV_CLOCK"], FORMAT["EV_TAG"]],
-    "itemsize": EVENT_BYTES,
+#: One record as the device writes it.
+RECORD_DTYPE = np.dtype({
+    "names": ["clocks", "site"],
+    "formats": [("<u4", (READINGS_PER_RECORD,)), "<u4"],
+    "offsets": [FORMAT["REC_CLOCKS"], FORMAT["REC_SITE"]],
+    "itemsize": RECORD_BYTES,
 })
 
 
-def global_header(capacity: int, num_slots: int) -> bytes:
+def slot_records(capacity: int, min_record_events: int) -> int:
+    """Records a warp slot needs to hold every group that starts below ``capacity``
+    events (at most capacity + GROUP_MAX_EVENTS - 1 events), when each of the kernel's
+    records covers at least ``min_record_events`` markers."""
+    return -(-(capacity + GROUP_MAX_EVENTS - 1) // max(1, min_record_events))
+
+
+def global_header(capacity: int, records: int, num_slots: int) -> bytes:
     """The header the host writes at the start of a launch's buffer."""
     header = bytearray(GLOBAL_HEADER_BYTES)
     for key, value, width in (
         ("GH_MAGIC", FORMAT["BUFFER_MAGIC"], 4),
         ("GH_VERSION", FORMAT["FORMAT_VERSION"], 4),
         ("GH_CAPACITY", capacity, 4),
-        ("GH_SLOT_BYTES", slot_bytes(capacity), 4),
+        ("GH_SLOT_BYTES", slot_bytes(records), 4),
         ("GH_NUM_SLOTS", num_slots, 8),
+        ("GH_SLOT_RECORDS", records, 4),
     ):
         offset = FORMAT[key]
         header[offset:offset + width] = int(value).to_bytes(width, "little")
     return bytes(header)
 
 
-def header_offset(capacity: int) -> int:
-    """Where a warp's header starts inside its slot: after its events and the spare room a
-    group of markers that starts just below the capacity may fill."""
-    return (capacity + SLOT_SPARE_EVENTS) * EVENT_BYTES
+def header_offset(records: int) -> int:
+    """Where a warp's header starts inside its slot: after its records."""
+    return records * RECORD_BYTES
 
 
-def slot_bytes(capacity: int) -> int:
-    return header_offset(capacity) + SLOT_HEADER_BYTES
+def slot_bytes(records: int) -> int:
+    return header_offset(records) + SLOT_HEADER_BYTES
 
 
-def buffer_bytes(capacity: int, num_slots: int) -> int:
-    return GLOBAL_HEADER_BYTES + num_slots * slot_bytes(capacity)
+def buffer_bytes(records: int, num_slots: int) -> int:
+    return GLOBAL_HEADER_BYTES + num_slots * slot_bytes(records)
 
 
 def make_tag(scope_id: int, is_end: bool) -> int:

@@ -11,11 +11,13 @@ from . import _native
 
 @dataclass(frozen=True)
 class Site:
-    """One sentinel the rewriter turned into an event record."""
+    """One sentinel the rewriter turned into a clock reading in a trace record."""
     entry: str
     scope_id: int
     kind: str  # "start" or "end"
     line: int  # line of the sentinel in the original PTX
+    reading: int  # which clock reading of its record it shares
+    record_events: int  # markers of the record this site starts (0: it starts none)
 
 
 @dataclass(frozen=True)
@@ -45,9 +47,10 @@ class PTXRewriteError(ValueError):
 def instrument(ptx: str) -> InstrumentedPTX:
     """Rewrite every gwatch sentinel in a PTX module into a trace record.
 
-    Every .entry of a module with sentinels gains a trailing ``.u64`` parameter (the
-    trace buffer), a prologue and an epilogue; a module without sentinels comes back as
-    the very same string."""
+    Every .entry of a module with sentinels gains three trailing parameters (the trace
+    buffer, the capacity, the records per slot), a prologue and an epilogue; a module
+    without sentinels comes back as the very same string. ``sites`` are in the module's
+    order: a record names its first marker by its index there."""
     try:
         text, sites, entries = _native.instrument(ptx)
     except ValueError as error:
@@ -55,8 +58,8 @@ def instrument(ptx: str) -> InstrumentedPTX:
     entry_list = tuple(Entry(*e) for e in entries)
     return InstrumentedPTX(
         ptx=ptx if text is None else text,
-        sites=tuple(Site(entry_list[e].name, sid, "end" if end else "start", line)
-                    for e, sid, end, line in sites),
+        sites=tuple(Site(entry_list[e].name, sid, "end" if end else "start", line, reading, record_events)
+                    for e, sid, end, line, reading, record_events in sites),
         entries=entry_list,
     )
 

@@ -9,7 +9,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .layout import SLOT_HEADER_DTYPE, TAG_END_BIT, TAG_ID_SHIFT, WARP_MAGIC
+from . import _native
+from .layout import SLOT_HEADER_DTYPE, TAG_END_BIT, TAG_ID_SHIFT, WARP_MAGIC, make_tag
 
 #: One warp of one launch, in host form (from the device header, or made by the interpreter tier).
 WARP_DTYPE = np.dtype([
@@ -48,47 +49,90 @@ class LaunchRecords:
         return int(self.warps["n_dropped"].sum())
 
 
+class CorruptTraceError(ValueError):
+    """A trace buffer holds what the instrumented kernel cannot have written."""
+
+
+@dataclass(frozen=True)
+class SiteTable:
+    """What the rewriter told the host about one kernel's markers, by site number (the
+    marker's index in its module): the event tag, which reading of its record it shares,
+    and for a record's first site how many markers that record covers (0 elsewhere, and
+    at every site of the module's other kernels)."""
+    tags: np.ndarray           # uint32
+    readings: np.ndarray       # int64
+    record_events: np.ndarray  # int64
+
+    def __post_init__(self):
+        for name, dtype in (("tags", np.uint32), ("readings", np.int64), ("record_events", np.int64)):
+            object.__setattr__(self, name, np.ascontiguousarray(getattr(self, name), dtype))
+
+    @classmethod
+    def of_entry(cls, sites, entry: str) -> "SiteTable":
+        """From ``ptx.instrument``'s sites, for the kernel named ``entry``."""
+        return cls(np.array([make_tag(s.scope_id, s.kind == "end") for s in sites], np.uint32),
+                   np.array([s.reading for s in sites], np.int64),
+                   np.array([s.record_events if s.entry == entry else 0 for s in sites], np.int64))
+
+    @property
+    def min_record_events(self) -> int:
+        """The fewest markers any of the kernel's records covers (sizes its slots)."""
+        covered = self.record_events[self.record_events > 0]
+        return int(covered.min()) if len(covered) else 1
+
+
 def _slot_headers(headers: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(headers).view(SLOT_HEADER_DTYPE).reshape(-1)
 
 
-def _attempted(hdr: np.ndarray) -> np.ndarray:
-    # The count is written by the epilogue: only warps that reached it have one.
-    valid = (hdr["magic"] == WARP_MAGIC) & (hdr["gt_exit"] != 0)
-    return np.where(valid, hdr["events"].astype(np.int64), 0)
+def _finished(hdr: np.ndarray) -> np.ndarray:
+    # The counts are written by the epilogue: only warps that reached it have them.
+    return (hdr["magic"] == WARP_MAGIC) & (hdr["gt_exit"] != 0)
 
 
-def attempted_events(headers: np.ndarray) -> np.ndarray:
-    """Events each slot's warp tried to record (kept or dropped), from raw (slots, 64) headers."""
-    return _attempted(_slot_headers(headers))
+def records_written(headers: np.ndarray) -> np.ndarray:
+    """Records each slot's warp wrote, from raw (slots, 64) headers."""
+    hdr = _slot_headers(headers)
+    return np.where(_finished(hdr), hdr["records"].astype(np.int64), 0)
 
 
-def from_device(headers: np.ndarray, events: np.ndarray, capacity: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+def from_device(headers: np.ndarray, recs: np.ndarray, capacity: int,
+                table: SiteTable) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     """Turn a launch's copied-back slots into (warps, cycles, tags, missing).
 
     ``headers``: (slots, SLOT_HEADER_BYTES) uint8, each warp's header.
-    ``events``: (slots, width) EVENT_DTYPE, the first ``width`` event records of each slot.
-    ``missing`` counts slots no warp wrote (a warp that never started its prologue)."""
+    ``recs``: (slots, width) RECORD_DTYPE, the first ``width`` records of each slot (at
+    least as many as any warp wrote). Each warp keeps the first ``capacity`` events its
+    records hold. ``missing`` counts slots no warp wrote (a warp that never started its
+    prologue)."""
     hdr = _slot_headers(headers)
     written = hdr["magic"] == WARP_MAGIC
     missing = int(len(hdr) - np.count_nonzero(written))
     if missing:
-        hdr, events = hdr[written], events[written]
-    attempted = _attempted(hdr)
-    recorded = np.minimum(attempted, min(capacity, events.shape[1]))
+        hdr, recs = hdr[written], recs[written]
+    finished = _finished(hdr)
+    attempted = np.where(finished, hdr["events"].astype(np.int64), 0)
+    n_records = np.where(finished, hdr["records"].astype(np.int64), 0)
+    try:
+        clocks, tags, held = _native.expand_records(np.ascontiguousarray(recs), recs.shape[1], n_records,
+                                                    table.tags, table.readings, table.record_events)
+    except ValueError as error:
+        raise CorruptTraceError(f"trace buffer is corrupt: {error}") from None
+    clocks, tags, held = np.frombuffer(clocks, np.uint32), np.frombuffer(tags, np.uint32), np.frombuffer(held, np.int64)
+    # Each warp keeps the first `capacity` of the events its records hold.
+    recorded = np.minimum(np.minimum(attempted, capacity), held)
+    if (recorded != held).any():
+        first = np.repeat(np.cumsum(held) - held, held)
+        keep = np.arange(len(tags)) - first < np.repeat(recorded, held)
+        clocks, tags = clocks[keep], tags[keep]
 
     warps = np.zeros(len(hdr), WARP_DTYPE)
     for name in ("block_x", "block_y", "block_z", "warp", "sm", "gt_entry", "ck_entry", "gt_exit", "ck_exit"):
         warps[name] = hdr[name]
     warps["n_events"] = recorded
     warps["n_dropped"] = attempted - recorded
-
-    if (recorded == events.shape[1]).all():  # every warp filled the copied width: no gather
-        flat = events.reshape(-1)
-    else:
-        flat = events[np.arange(events.shape[1]) < recorded[:, None]]
-    cycles = unwrap_clock(flat["clock"], warps["ck_entry"], recorded)
-    return warps, cycles, flat["tag"].copy(), missing
+    cycles = unwrap_clock(clocks, warps["ck_entry"], recorded)
+    return warps, cycles, tags, missing
 
 
 def unwrap_clock(clock_lo: np.ndarray, entry_clock: np.ndarray, counts: np.ndarray) -> np.ndarray:

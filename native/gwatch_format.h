@@ -5,7 +5,7 @@
 #ifndef GWATCH_FORMAT_H
 #define GWATCH_FORMAT_H
 
-#define GWATCH_FORMAT_VERSION 2
+#define GWATCH_FORMAT_VERSION 3
 
 /* Global header at the start of each launch's buffer, written by the host so a buffer
  * describes itself; the collector checks it is intact after the launch. */
@@ -13,15 +13,16 @@
 #define GWATCH_BUFFER_MAGIC 0x54574747u /* "GGWT" little-endian */
 #define GWATCH_GH_MAGIC 0               /* u32 */
 #define GWATCH_GH_VERSION 4             /* u32 */
-#define GWATCH_GH_CAPACITY 8            /* u32: events per warp slot (even) */
-#define GWATCH_GH_SLOT_BYTES 12         /* u32: capacity * EVENT_BYTES + SLOT_HEADER_BYTES */
+#define GWATCH_GH_CAPACITY 8            /* u32: events per warp the host keeps */
+#define GWATCH_GH_SLOT_BYTES 12         /* u32: slot_records * RECORD_BYTES + SLOT_HEADER_BYTES */
 #define GWATCH_GH_NUM_SLOTS 16          /* u64: warps the launch has */
+#define GWATCH_GH_SLOT_RECORDS 24       /* u32: records each warp slot holds */
 
-/* One slot per warp, at GLOBAL_HEADER_BYTES + slot_index * slot_bytes: capacity + SPARE
- * events first, then the warp's header. slot_index = block_linear * warps_per_block + warp, which
- * the host sizes the buffer for from the same launch's grid and block, so every warp's
- * slot lies inside the buffer by construction; events past the capacity are counted,
- * never written. */
+/* One slot per warp, at GLOBAL_HEADER_BYTES + slot_index * slot_bytes: slot_records
+ * records first, then the warp's header. slot_index = block_linear * warps_per_block + warp,
+ * which the host sizes the buffer for from the same launch's grid and block, so every
+ * warp's slot lies inside the buffer by construction; events past the capacity are
+ * counted, never written. */
 #define GWATCH_SLOT_HEADER_BYTES 64
 #define GWATCH_WARP_MAGIC 0x57574747u /* "GGWW": the warp wrote its header */
 #define GWATCH_SH_GT_ENTRY 0          /* u64 %globaltimer at entry (ns) */
@@ -35,24 +36,26 @@
 #define GWATCH_SH_BLOCK_Z 48          /* u32 %ctaid.z */
 #define GWATCH_SH_SM 52               /* u32 %smid */
 #define GWATCH_SH_EVENTS 56           /* u32 events the warp tried to record (kept or dropped) */
-#define GWATCH_SH_RESERVED 60         /* u32 zero */
+#define GWATCH_SH_RECORDS 60          /* u32 records the warp wrote */
 
-/* Events: 8 bytes, written by lane 0 only while the slot has room. The markers of one
- * straight-line stretch of code (at most GROUP_MAX_EVENTS) share one room test: they are
- * written together when fewer than capacity events came before them, so a group that starts
- * just below the capacity spills into SLOT_SPARE_EVENTS extra events the host reads no
- * further than the capacity. */
-#define GWATCH_EVENT_BYTES 8
-#define GWATCH_EV_CLOCK 0 /* u32 low 32 bits of %clock64 */
-#define GWATCH_EV_TAG 4   /* u32 scope_id << 1 | is_end */
-#define GWATCH_TAG_END_BIT 1u
-#define GWATCH_TAG_ID_SHIFT 1
+/* Records: 16 bytes, written by lane 0 with one vector store. A record holds up to
+ * READINGS_PER_RECORD 32-bit clock readings and the number of the marker site its first
+ * reading belongs to; the rewriter tells the host, per site, its scope, which reading it
+ * shares and how many markers each record covers, so the record itself names no scope.
+ * The markers of one straight-line stretch of code (at most GROUP_MAX_EVENTS) form a
+ * group with one room test: its records are written when fewer than capacity events came
+ * before it, so a slot holds at most capacity + GROUP_MAX_EVENTS - 1 events' records, and
+ * the host keeps the first capacity events. */
+#define GWATCH_RECORD_BYTES 16
+#define GWATCH_READINGS_PER_RECORD 3
+#define GWATCH_REC_CLOCKS 0 /* u32[READINGS_PER_RECORD]: low 32 bits of %clock64 (unused ones: any value) */
+#define GWATCH_REC_SITE 12  /* u32: the site of the record's first marker */
 #define GWATCH_MAX_SCOPE_ID 32767
 #define GWATCH_GROUP_MAX_EVENTS 16
-#define GWATCH_SLOT_SPARE_EVENTS 16 /* >= GROUP_MAX_EVENTS - 1, even: slots stay 16-byte aligned */
 
 /* The parameters the rewriter appends to every entry of an instrumented module. */
-#define GWATCH_BUFFER_PARAM "__gwatch_trace_buffer"     /* .u64: the launch's buffer */
-#define GWATCH_CAPACITY_PARAM "__gwatch_trace_capacity" /* .u32: events per warp slot */
+#define GWATCH_BUFFER_PARAM "__gwatch_trace_buffer"             /* .u64: the launch's buffer */
+#define GWATCH_CAPACITY_PARAM "__gwatch_trace_capacity"         /* .u32: events per warp the host keeps */
+#define GWATCH_SLOT_RECORDS_PARAM "__gwatch_trace_slot_records" /* .u32: records per warp slot */
 
 #endif

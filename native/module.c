@@ -2,12 +2,13 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include "expand.h"
 #include "gwatch_format.h"
 #include "ptx_rewrite.h"
 
 /* instrument(ptx: str) -> (text | None, sites, entries)
  *   text:    the instrumented PTX, or None when the module holds no sentinel
- *   sites:   [(entry_index, scope_id, is_end, line)]
+ *   sites:   [(entry_index, scope_id, is_end, line, reading, record_events)]
  *   entries: [(name, line, num_params, num_sites, num_exits)] */
 static PyObject *instrument(PyObject *self, PyObject *arg) {
     (void)self;
@@ -42,7 +43,8 @@ static PyObject *instrument(PyObject *self, PyObject *arg) {
     if (!text || !sites || !entries) goto done;
     for (size_t i = 0; i < result.num_sites; i++) {
         gw_site *s = &result.sites[i];
-        PyObject *item = Py_BuildValue("(iiOi)", s->entry, s->scope_id, s->is_end ? Py_True : Py_False, s->line);
+        PyObject *item = Py_BuildValue("(iiOiii)", s->entry, s->scope_id, s->is_end ? Py_True : Py_False, s->line,
+                                       s->reading, s->record_events);
         if (!item) goto done;
         PyList_SET_ITEM(sites, (Py_ssize_t)i, item);
     }
@@ -62,8 +64,84 @@ done:
     return answer;
 }
 
+/* A C-contiguous buffer of `count` items of `itemsize` bytes (count = -1: any count). */
+static int get_buffer(PyObject *object, Py_buffer *view, Py_ssize_t itemsize, Py_ssize_t count, const char *what) {
+    if (PyObject_GetBuffer(object, view, PyBUF_C_CONTIGUOUS) < 0) return -1;
+    if (view->len % itemsize || (count >= 0 && view->len != count * itemsize)) {
+        PyErr_Format(PyExc_ValueError, "%s: %zd bytes, expected %zd-byte items%s", what, view->len, itemsize,
+                     count >= 0 ? " for every slot or site" : "");
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
+}
+
+/* expand_records(records, width, n_records, tags, readings, record_events)
+ *     -> (clocks: bytearray of u32, tags: bytearray of u32, held: bytearray of i64)
+ * records: slots x width records of 16 bytes; n_records: i64 per slot; the site table's
+ * tags (u32), readings and record_events (i64) per site. ValueError names a record that
+ * starts at no record's site, or a site the table itself gets wrong. */
+static PyObject *expand_records(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *objects[6];
+    Py_ssize_t width;
+    if (!PyArg_ParseTuple(args, "OnOOOO", &objects[0], &width, &objects[2], &objects[3], &objects[4], &objects[5]))
+        return NULL;
+    Py_buffer recs = {0}, counts = {0}, tag_view = {0}, reading_view = {0}, covered_view = {0};
+    PyObject *answer = NULL, *clocks = NULL, *tags = NULL, *held = NULL;
+    if (width < 0) return PyErr_Format(PyExc_ValueError, "width %zd is negative", width);
+    if (get_buffer(objects[3], &tag_view, 4, -1, "tags")) return NULL;
+    Py_ssize_t sites = tag_view.len / 4;
+    if (get_buffer(objects[4], &reading_view, 8, sites, "readings")) goto done;
+    if (get_buffer(objects[5], &covered_view, 8, sites, "record_events")) goto done;
+    if (get_buffer(objects[2], &counts, 8, -1, "n_records")) goto done;
+    Py_ssize_t slots = counts.len / 8;
+    if (get_buffer(objects[0], &recs, GWATCH_RECORD_BYTES, slots * width, "records")) goto done;
+    gw_site_table table = {tag_view.buf, reading_view.buf, covered_view.buf, (size_t)sites};
+    long bad_site_index = gw_bad_site(&table);
+    if (bad_site_index >= 0) {
+        PyErr_Format(PyExc_ValueError, "site table: site %ld has a reading or a record span outside the table",
+                     bad_site_index);
+        goto done;
+    }
+    const int64_t *n = counts.buf;
+    for (Py_ssize_t w = 0; w < slots; w++)
+        if (n[w] < 0 || n[w] > width) {
+            PyErr_Format(PyExc_ValueError, "a warp reports %lld records, its slot holds %zd", (long long)n[w], width);
+            goto done;
+        }
+    long long bad = 0;
+    uint32_t bad_site = 0;
+    long long events = gw_count_events(recs.buf, (size_t)width, n, (size_t)slots, &table, &bad, &bad_site);
+    if (events < 0) {
+        PyErr_Format(PyExc_ValueError, "record %lld names site %u, which starts no record of this kernel", bad,
+                     (unsigned)bad_site);
+        goto done;
+    }
+    clocks = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)events * 4);
+    tags = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)events * 4);
+    held = PyByteArray_FromStringAndSize(NULL, slots * 8);
+    if (!clocks || !tags || !held) goto done;
+    Py_BEGIN_ALLOW_THREADS
+    gw_expand(recs.buf, (size_t)width, n, (size_t)slots, &table, (uint32_t *)PyByteArray_AS_STRING(clocks),
+              (uint32_t *)PyByteArray_AS_STRING(tags), (int64_t *)PyByteArray_AS_STRING(held));
+    Py_END_ALLOW_THREADS
+    answer = PyTuple_Pack(3, clocks, tags, held);
+done:
+    Py_XDECREF(clocks);
+    Py_XDECREF(tags);
+    Py_XDECREF(held);
+    if (recs.obj) PyBuffer_Release(&recs);
+    if (counts.obj) PyBuffer_Release(&counts);
+    if (tag_view.obj) PyBuffer_Release(&tag_view);
+    if (reading_view.obj) PyBuffer_Release(&reading_view);
+    if (covered_view.obj) PyBuffer_Release(&covered_view);
+    return answer;
+}
+
 static PyMethodDef methods[] = {
     {"instrument", instrument, METH_O, "Rewrite gwatch sentinels in a PTX module into trace records."},
+    {"expand_records", expand_records, METH_VARARGS, "Trace records of a launch's warps -> their events."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -92,6 +170,7 @@ static PyObject *format_constants(void) {
     ADD(GH_CAPACITY)
     ADD(GH_SLOT_BYTES)
     ADD(GH_NUM_SLOTS)
+    ADD(GH_SLOT_RECORDS)
     ADD(SLOT_HEADER_BYTES)
     ADD(WARP_MAGIC)
     ADD(SH_GT_ENTRY)
@@ -105,17 +184,17 @@ static PyObject *format_constants(void) {
     ADD(SH_BLOCK_Z)
     ADD(SH_SM)
     ADD(SH_EVENTS)
-    ADD(SH_RESERVED)
-    ADD(EVENT_BYTES)
-    ADD(EV_CLOCK)
-    ADD(EV_TAG)
-    ADD(TAG_END_BIT)
-    ADD(TAG_ID_SHIFT)
+    ADD(SH_RECORDS)
+    ADD(RECORD_BYTES)
+    ADD(READINGS_PER_RECORD)
+    ADD(REC_CLOCKS)
+    ADD(REC_SITE)
     ADD(MAX_SCOPE_ID)
     ADD(GROUP_MAX_EVENTS)
-    ADD(SLOT_SPARE_EVENTS)
 #undef ADD
-    const char *names[][2] = {{"BUFFER_PARAM", GWATCH_BUFFER_PARAM}, {"CAPACITY_PARAM", GWATCH_CAPACITY_PARAM}};
+    const char *names[][2] = {{"BUFFER_PARAM", GWATCH_BUFFER_PARAM},
+                               {"CAPACITY_PARAM", GWATCH_CAPACITY_PARAM},
+                               {"SLOT_RECORDS_PARAM", GWATCH_SLOT_RECORDS_PARAM}};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         PyObject *text = PyUnicode_FromString(names[i][1]);
         if (!text || PyDict_SetItemString(d, names[i][0], text)) {

@@ -3,19 +3,21 @@
  * Input: the PTX of one module, as Triton (LLVM's NVPTX back end) writes it, holding
  * sentinel comments "// gwatch.scope_start ID" / "// gwatch.scope_end ID" left by the
  * markers. Output, when the module holds at least one sentinel: every .entry gains
- *   - two parameters, the trace buffer's address and the per-warp capacity (appended
- *     after its own parameters; launches pass them, so concurrent launches never share
- *     a buffer),
+ *   - three parameters, the trace buffer's address, the per-warp capacity in events and
+ *     the records per warp slot (appended after its own parameters; launches pass them,
+ *     so concurrent launches never share a buffer),
  *   - a prologue that finds the warp's slot and writes its header (lane 0 only),
- *   - one event record in place of each sentinel,
+ *   - a clock reading in place of each sentinel, stored in 16-byte records,
  *   - an epilogue that every ret/exit now branches to, writing the exit anchors.
- * A module without sentinels is returned untouched (result->changed == 0).
+ * A module without sentinels is returned untouched (result->changed == 0). For each site
+ * the result tells the host which reading of its record it shares and, for a record's
+ * first site, how many markers the record covers: the record names only that site.
  *
- * Events cost the kernel time in its hottest loops, so each one is kept small: the
+ * Markers cost the kernel time in its hottest loops, so each one is kept small: the
  * sentinels of one straight-line stretch (no branch and no branch target between them)
- * form a group that tests the slot's room once and advances the counters once, and
+ * form a group that tests the slot's room once and advances the counters once;
  * sentinels with no instruction between them share one clock read (a clock read is a
- * point ptxas schedules nothing across).
+ * point ptxas schedules nothing across); and up to three readings go out in one store.
  *
  * The rewrite is two passes over lines: the first collects the labels branches jump to
  * (the places a straight-line stretch ends); the second tracks brace depth (outside
@@ -34,12 +36,15 @@
 #define SENTINEL_WORD "gwatch.scope_"
 #define EXIT_LABEL "$__gwatch_exit"
 
-/* A group's events are stored after the fact: each clock reading waits in a register and
- * the stores go out together when the group closes (or when PENDING_RUNS_MAX readings
- * wait), so they land after the stretch's own memory work instead of in front of the
- * fences and barriers inside it, which would wait for them. */
-#define PENDING_RUNS_MAX 4
-#define CLOCK_REGISTERS (PENDING_RUNS_MAX + 1) /* the readings waiting, and the one just taken */
+/* A group's readings are stored after the fact: each waits in a register until
+ * PENDING_READINGS_MAX wait or the group closes, so the stores land after the stretch's
+ * own memory work instead of in front of the fences and barriers inside it, which would
+ * wait for them. A multiple of READINGS_PER_RECORD; -D selects another when measuring. */
+#ifndef PENDING_READINGS_MAX
+#define PENDING_READINGS_MAX 6
+#endif
+#define CLOCK_REGISTERS (PENDING_READINGS_MAX + 1) /* the readings waiting, and the one just taken */
+#define RECORD_SHIFT 4 /* log2(RECORD_BYTES) */
 
 /* ------------------------------------------------------------------ text buffer */
 
@@ -78,30 +83,15 @@ static void text_printf(gw_text *t, const char *fmt, ...) {
 
 /* ------------------------------------------------------------------ emitted PTX */
 
-/* Registers the instrumentation owns; the %gwatch_ prefix keeps them apart from LLVM's.
- * Live across the kernel: the next event's address (ptr), the events attempted so far
- * (n), the slot's capacity (cap) and whether this lane records (on: lane 0 with a
- * buffer). n and cap are the same in every lane, so ptxas can keep them on the uniform
- * datapath; the lane test stays a predicate of its own for the same reason. */
-static void emit_prologue(gw_text *t) {
+/* The warp's slot, from the launch's parameters and the warp's place in the grid:
+ * %gwatch_d6 = where its records start, %gwatch_d7 = its header; %gwatch_r2..r4 hold
+ * %ctaid.x/y/z and %gwatch_r6 the warp index in the block. The epilogue computes it again
+ * rather than keeping two 64-bit registers live through the kernel. */
+static void emit_slot_address(gw_text *t) {
     text_printf(t,
-        "\t// gwatch: find this warp's trace slot; lane 0 records (docs/FORMAT.md)\n"
-        "\t.reg .pred \t%%gwatch_on;\n"
-        "\t.reg .pred \t%%gwatch_ok;\n"
-        "\t.reg .b32 \t%%gwatch_r<12>;\n"
-        "\t.reg .b64 \t%%gwatch_d<8>;\n"
-        "\t.reg .b64 \t%%gwatch_ptr;\n"
-        "\t.reg .b64 \t%%gwatch_at;\n"
-        "\t.reg .b32 \t%%gwatch_n;\n"
-        "\t.reg .b32 \t%%gwatch_cap;\n"
-        "\t.reg .b32 \t%%gwatch_clk<%d>;\n"
-        "\t.reg .b32 \t%%gwatch_tag;\n"
         "\tld.param.u64 \t%%gwatch_d0, [%s];\n"
-        "\tld.param.u32 \t%%gwatch_r1, [%s];\n"
-        "\tmov.u32 \t%%gwatch_r0, %%laneid;\n"
-        "\tsetp.eq.u32 \t%%gwatch_on, %%gwatch_r0, 0;\n"
-        "\tsetp.ne.and.u64 \t%%gwatch_on, %%gwatch_d0, 0, %%gwatch_on;\n",
-        CLOCK_REGISTERS, GWATCH_BUFFER_PARAM, GWATCH_CAPACITY_PARAM);
+        "\tld.param.u32 \t%%gwatch_r1, [%s];\n",
+        GWATCH_BUFFER_PARAM, GWATCH_SLOT_RECORDS_PARAM);
     /* Linear block index, then slot = block * warps_per_block + warp (64-bit). */
     text_puts(t,
         "\tmov.u32 \t%gwatch_r2, %ctaid.x;\n"
@@ -132,18 +122,42 @@ static void emit_prologue(gw_text *t) {
         "\tcvt.u64.u32 \t%gwatch_d3, %gwatch_r7;\n"
         "\tcvt.u64.u32 \t%gwatch_d4, %gwatch_r6;\n"
         "\tmad.lo.u64 \t%gwatch_d2, %gwatch_d2, %gwatch_d3, %gwatch_d4;\n");
-    /* Slot = capacity + spare events, then the header. */
+    /* Slot = slot_records records, then the header. */
     text_printf(t,
-        "\tadd.u32 \t%%gwatch_r11, %%gwatch_r1, %d;\n"
-        "\tmul.wide.u32 \t%%gwatch_d5, %%gwatch_r11, %d;\n"
+        "\tmul.wide.u32 \t%%gwatch_d5, %%gwatch_r1, %d;\n"
         "\tadd.u64 \t%%gwatch_d6, %%gwatch_d5, %d;\n"
         "\tmad.lo.u64 \t%%gwatch_d6, %%gwatch_d2, %%gwatch_d6, %%gwatch_d0;\n"
-        "\tadd.u64 \t%%gwatch_ptr, %%gwatch_d6, %d;\n"
-        "\tadd.u64 \t%%gwatch_d7, %%gwatch_ptr, %%gwatch_d5;\n"
-        "\tmov.u32 \t%%gwatch_cap, %%gwatch_r1;\n"
-        "\tmov.u32 \t%%gwatch_n, 0;\n",
-        GWATCH_SLOT_SPARE_EVENTS, GWATCH_EVENT_BYTES, GWATCH_SLOT_HEADER_BYTES, GWATCH_GLOBAL_HEADER_BYTES);
+        "\tadd.u64 \t%%gwatch_d6, %%gwatch_d6, %d;\n"
+        "\tadd.u64 \t%%gwatch_d7, %%gwatch_d6, %%gwatch_d5;\n",
+        GWATCH_RECORD_BYTES, GWATCH_SLOT_HEADER_BYTES, GWATCH_GLOBAL_HEADER_BYTES);
+}
+
+/* Registers the instrumentation owns; the %gwatch_ prefix keeps them apart from LLVM's.
+ * Live across the kernel: the next record's address (ptr), the events attempted so far
+ * (n), the capacity in events (cap) and whether this lane records (on: lane 0 with a
+ * buffer). n and cap are the same in every lane, so ptxas can keep them on the uniform
+ * datapath; the lane test stays a predicate of its own for the same reason. */
+static void emit_prologue(gw_text *t) {
     text_printf(t,
+        "\t// gwatch: find this warp's trace slot; lane 0 records (docs/FORMAT.md)\n"
+        "\t.reg .pred \t%%gwatch_on;\n"
+        "\t.reg .pred \t%%gwatch_ok;\n"
+        "\t.reg .b32 \t%%gwatch_r<11>;\n"
+        "\t.reg .b64 \t%%gwatch_d<8>;\n"
+        "\t.reg .b64 \t%%gwatch_ptr;\n"
+        "\t.reg .b32 \t%%gwatch_n;\n"
+        "\t.reg .b32 \t%%gwatch_cap;\n"
+        "\t.reg .b32 \t%%gwatch_clk<%d>;\n"
+        "\t.reg .b32 \t%%gwatch_site;\n",
+        CLOCK_REGISTERS);
+    emit_slot_address(t);
+    text_printf(t,
+        "\tld.param.u32 \t%%gwatch_cap, [%s];\n"
+        "\tmov.u32 \t%%gwatch_r0, %%laneid;\n"
+        "\tsetp.eq.u32 \t%%gwatch_on, %%gwatch_r0, 0;\n"
+        "\tsetp.ne.and.u64 \t%%gwatch_on, %%gwatch_d0, 0, %%gwatch_on;\n"
+        "\tmov.u64 \t%%gwatch_ptr, %%gwatch_d6;\n"
+        "\tmov.u32 \t%%gwatch_n, 0;\n"
         "\tmov.u64 \t%%gwatch_d3, %%globaltimer;\n"
         "\tmov.u64 \t%%gwatch_d4, %%clock64;\n"
         "\t@%%gwatch_on st.global.v2.u64 \t[%%gwatch_d7+%d], {%%gwatch_d3, %%gwatch_d4};\n"
@@ -151,84 +165,90 @@ static void emit_prologue(gw_text *t) {
         "\t@%%gwatch_on st.global.v4.u32 \t[%%gwatch_d7+%d], {%%gwatch_r9, %%gwatch_r6, %%gwatch_r2, %%gwatch_r3};\n"
         "\tmov.u32 \t%%gwatch_r10, %%smid;\n"
         "\t@%%gwatch_on st.global.v4.u32 \t[%%gwatch_d7+%d], {%%gwatch_r4, %%gwatch_r10, %%gwatch_n, %%gwatch_n};\n",
-        GWATCH_SH_GT_ENTRY, GWATCH_WARP_MAGIC, GWATCH_SH_MAGIC, GWATCH_SH_BLOCK_Z);
+        GWATCH_CAPACITY_PARAM, GWATCH_SH_GT_ENTRY, GWATCH_WARP_MAGIC, GWATCH_SH_MAGIC, GWATCH_SH_BLOCK_Z);
 }
 
+/* The open group of sentinels in the current straight-line stretch, and its readings that
+ * wait to be stored. */
 typedef struct {
-    int clock; /* the %gwatch_clk register holding its time */
-    unsigned tag;
-} pending_event;
-
-/* The open group of sentinels in the current straight-line stretch. */
-typedef struct {
-    int open;       /* a room test was emitted and its counters are not yet advanced */
-    int events;     /* events in the group so far */
-    int stored;     /* of which stored */
+    int open;       /* a room test was emitted and the counters are not yet advanced */
+    int events;     /* markers in the group so far */
+    int records;    /* of its records, those already stored */
     int clock_live; /* the latest clock reading has had no instruction run since */
     int clock;      /* the register holding the latest reading */
-    int runs;       /* readings whose events wait to be stored */
-    pending_event pending[GWATCH_GROUP_MAX_EVENTS];
+    int readings;   /* readings waiting */
+    int clock_of[PENDING_READINGS_MAX];  /* each waiting reading's register */
+    size_t site_of[PENDING_READINGS_MAX]; /* and the site of its first marker */
 } event_group;
 
+/* The waiting readings, three to a record, each record one vector store naming its first
+ * site (an unused place repeats the record's first reading), at the group's next records. */
 static void store_pending(gw_text *t, event_group *g) {
-    for (int j = g->stored; j < g->events; j++) {
-        const pending_event *e = &g->pending[j - g->stored];
-        text_printf(t,
-            "\tmov.u32 \t%%gwatch_tag, %u;\n"
-            "\t@%%gwatch_ok st.global.v2.u32 \t[%%gwatch_ptr+%d], {%%gwatch_clk%d, %%gwatch_tag};\n",
-            e->tag, j * GWATCH_EVENT_BYTES, e->clock);
+    for (int first = 0; first < g->readings; first += GWATCH_READINGS_PER_RECORD) {
+        text_printf(t, "\tmov.u32 \t%%gwatch_site, %zu;\n\t@%%gwatch_ok st.global.v4.b32 \t[%%gwatch_ptr+%d], {",
+                    g->site_of[first], g->records * GWATCH_RECORD_BYTES);
+        for (int i = first; i < first + GWATCH_READINGS_PER_RECORD; i++)
+            text_printf(t, "%%gwatch_clk%d, ", g->clock_of[i < g->readings ? i : first]);
+        text_puts(t, "%gwatch_site};\n");
+        g->records++;
     }
-    g->stored = g->events;
-    g->runs = 0;
+    g->readings = 0;
 }
 
 /* Store what waits and advance the counters past the group: every path out of a stretch
- * passes here first. */
+ * passes here first. The record pointer moves only when the group was written, so at the
+ * exit it tells how many records the slot holds. */
 static void close_group(gw_text *t, event_group *g) {
     if (g->open) {
         store_pending(t, g);
         text_printf(t,
             "\tadd.u32 \t%%gwatch_n, %%gwatch_n, %d;\n"
-            "\tadd.u64 \t%%gwatch_ptr, %%gwatch_ptr, %d;\n",
-            g->events, g->events * GWATCH_EVENT_BYTES);
+            "\t@%%gwatch_ok add.u64 \t%%gwatch_ptr, %%gwatch_ptr, %d;\n",
+            g->events, g->records * GWATCH_RECORD_BYTES);
     }
-    g->open = g->events = g->stored = g->clock_live = g->runs = 0;
+    g->open = g->events = g->records = g->clock_live = g->readings = 0;
 }
 
-/* One event: 32-bit clock and tag, stored by lane 0 when the slot had room before the
- * group (a group ends at most SPARE events past the capacity). */
-static void emit_event(gw_text *t, event_group *g, int site, int scope_id, int is_end) {
-    unsigned tag = ((unsigned)scope_id << GWATCH_TAG_ID_SHIFT) | (is_end ? GWATCH_TAG_END_BIT : 0u);
+/* One marker: a clock reading unless the previous marker's is still fresh, written by
+ * lane 0 when the slot had room before the group. The site learns which reading of its
+ * record it shares, and a record's first site how many markers the record covers. */
+static void emit_event(gw_text *t, event_group *g, gw_result *r, size_t site) {
+    gw_site *s = &r->sites[site];
     if (g->open && g->events == GWATCH_GROUP_MAX_EVENTS) close_group(t, g);
     if (!g->open) {
         text_puts(t, "\tsetp.lt.and.u32 \t%gwatch_ok, %gwatch_n, %gwatch_cap, %gwatch_on;\n");
         g->open = 1;
     }
-    text_printf(t, "\t// gwatch site %d: scope_%s %d\n", site, is_end ? "end" : "start", scope_id);
+    text_printf(t, "\t// gwatch site %zu: scope_%s %d\n", site, s->is_end ? "end" : "start", s->scope_id);
     if (!g->clock_live) {
         g->clock = (g->clock + 1) % CLOCK_REGISTERS;
         text_printf(t, "\tmov.u32 \t%%gwatch_clk%d, %%clock;\n", g->clock);
-        if (g->runs == PENDING_RUNS_MAX) store_pending(t, g);
-        g->runs++;
+        if (g->readings == PENDING_READINGS_MAX) store_pending(t, g); /* after the reading: never delays it */
+        g->clock_of[g->readings] = g->clock;
+        g->site_of[g->readings++] = site;
     }
-    g->pending[g->events - g->stored] = (pending_event){g->clock, tag};
+    int latest = g->readings - 1;
+    s->reading = latest % GWATCH_READINGS_PER_RECORD;
+    r->sites[g->site_of[latest - s->reading]].record_events++;
     g->events++;
     g->clock_live = 1;
 }
 
-/* The header sits cap + spare - n events past the pointer (fewer once events overflowed). */
+/* Exit anchors, the events attempted and the records written (the record pointer's
+ * distance from the slot's start). */
 static void emit_epilogue(gw_text *t) {
-    int header = GWATCH_SLOT_SPARE_EVENTS * GWATCH_EVENT_BYTES;
+    text_puts(t, EXIT_LABEL ":\n");
+    emit_slot_address(t);
     text_printf(t,
-        EXIT_LABEL ":\n"
-        "\tsub.s32 \t%%gwatch_r0, %%gwatch_cap, %%gwatch_n;\n"
-        "\tmad.wide.s32 \t%%gwatch_at, %%gwatch_r0, %d, %%gwatch_ptr;\n"
+        "\tsub.u64 \t%%gwatch_d5, %%gwatch_ptr, %%gwatch_d6;\n"
+        "\tshr.u64 \t%%gwatch_d5, %%gwatch_d5, %d;\n"
+        "\tcvt.u32.u64 \t%%gwatch_r0, %%gwatch_d5;\n"
         "\tmov.u64 \t%%gwatch_d3, %%globaltimer;\n"
         "\tmov.u64 \t%%gwatch_d4, %%clock64;\n"
-        "\t@%%gwatch_on st.global.v2.u64 \t[%%gwatch_at+%d], {%%gwatch_d3, %%gwatch_d4};\n"
-        "\t@%%gwatch_on st.global.u32 \t[%%gwatch_at+%d], %%gwatch_n;\n"
+        "\t@%%gwatch_on st.global.v2.u64 \t[%%gwatch_d7+%d], {%%gwatch_d3, %%gwatch_d4};\n"
+        "\t@%%gwatch_on st.global.v2.u32 \t[%%gwatch_d7+%d], {%%gwatch_n, %%gwatch_r0};\n"
         "\tret;\n",
-        GWATCH_EVENT_BYTES, header + GWATCH_SH_GT_EXIT, header + GWATCH_SH_EVENTS);
+        RECORD_SHIFT, GWATCH_SH_GT_EXIT, GWATCH_SH_EVENTS);
 }
 
 /* ------------------------------------------------------------------ line analysis */
@@ -684,12 +704,13 @@ static int rewrite_lines(const char *ptx, size_t length, const label_set *target
             if (sentinel) return fail(r, line_no, "gwatch sentinel inside a function header");
             size_t copied = 0;
             if (is_entry && !params_done && info.param_close >= 0 && paren + info.parens <= 0) {
-                /* The entry's parameter list closes on this line: append the buffer parameter. */
+                /* The entry's parameter list closes on this line: append the trace parameters. */
                 gw_entry *e = &r->entries[entry];
                 e->num_params = (int)count_word(header_start, (size_t)(ln.start + info.param_close - header_start), ".param");
                 text_append(out, ln.start, (size_t)info.param_close);
-                text_printf(out, "%s\n\t.param .u64 %s,\n\t.param .u32 %s\n", e->num_params ? "," : "",
-                            GWATCH_BUFFER_PARAM, GWATCH_CAPACITY_PARAM);
+                text_printf(out, "%s\n\t.param .u64 %s,\n\t.param .u32 %s,\n\t.param .u32 %s\n",
+                            e->num_params ? "," : "", GWATCH_BUFFER_PARAM, GWATCH_CAPACITY_PARAM,
+                            GWATCH_SLOT_RECORDS_PARAM);
                 copied = (size_t)info.param_close;
                 params_done = 1;
             }
@@ -719,10 +740,10 @@ static int rewrite_lines(const char *ptx, size_t length, const label_set *target
                 return fail(r, line_no, "scope markers inside a non-inlined device function (.func) are not "
                                         "supported; mark the calling kernel instead");
             }
-            gw_site site = {(int)entry, scope_id, is_end, line_no};
+            gw_site site = {(int)entry, scope_id, is_end, line_no, 0, 0};
             if (add_site(r, site)) return fail(r, line_no, "out of memory");
             r->entries[entry].num_sites++;
-            emit_event(out, &group, (int)r->num_sites - 1, scope_id, is_end);
+            emit_event(out, &group, r, r->num_sites - 1);
             continue;
         }
         size_t prefix_end = 0;

@@ -15,6 +15,8 @@ typedef struct {
     int scope_id;
     int is_end;
     int line;     /* 1-based line of the sentinel in the input */
+    int reading;  /* which clock reading of its record it shares (0 .. READINGS_PER_RECORD-1) */
+    int record_events; /* markers of the record this site starts; 0 if it starts none */
 } gw_site;
 
 typedef struct {

@@ -6,8 +6,8 @@ so small that most events overflow. Run on a GPU machine:
 
 CUPTI refuses subscribers while a sanitizer is attached (it is such a tool), so this
 launches each instrumented copy directly: the arguments Triton passed to the original
-(read from Triton's own record of which arguments it kept), then the trace buffer and
-capacity, with the same buffer setup and collection as a trace session. Exit status 0:
+(read from Triton's own record of which arguments it kept), then the trace buffer, the
+capacity and the records per slot, with the same buffer setup and collection as a trace session. Exit status 0:
 every output equals the original kernel's and every warp counted exactly the events its
 loops make (the sanitizer itself exits with 3 when it finds anything)."""
 import argparse
@@ -58,14 +58,16 @@ def direct_launch(compiled, grid, arguments, capacity, expected_per_warp):
     kept += [0] * (len(types) - len(kept))  # Triton's scratch pointers: these kernels need none
     threads = compiled.metadata.num_warps * 32
     num_slots = int(np.prod(grid)) * compiled.metadata.num_warps
-    pointer = new_buffer(capacity, num_slots, 0)
-    values = [_value(a, t) for a, t in zip(kept, types)] + [ctypes.c_uint64(pointer), ctypes.c_uint32(capacity)]
+    slot_records = layout.slot_records(capacity, kernel.table.min_record_events)
+    pointer = new_buffer(capacity, slot_records, num_slots, 0)
+    values = [_value(a, t) for a, t in zip(kept, types)] + [
+        ctypes.c_uint64(pointer), ctypes.c_uint32(capacity), ctypes.c_uint32(slot_records)]
     params = (ctypes.c_void_p * len(values))(*[ctypes.addressof(v) for v in values])
     driver.check(cu.cuLaunchKernel(kernel.function, *grid, threads, 1, 1, compiled.metadata.shared,
                                    cu.CUstream(0), ctypes.addressof(params), 0), "cuLaunchKernel")
     driver.check(cu.cuCtxSynchronize(), "cuCtxSynchronize")
-    launch = PendingLaunch(compiled.name, tuple(grid), (threads, 1, 1), capacity, num_slots, pointer,
-                           layout.buffer_bytes(capacity, num_slots), context, 0, {})
+    launch = PendingLaunch(compiled.name, tuple(grid), (threads, 1, 1), capacity, slot_records, num_slots,
+                           kernel.table, pointer, layout.buffer_bytes(slot_records, num_slots), context, 0, {})
     records = TraceSession.collect(launch)
     driver.free(pointer)
     attempted = records.warps["n_events"].astype(np.int64) + records.warps["n_dropped"]
@@ -102,7 +104,7 @@ def main() -> int:
     for name, kernel, grid, make_arguments, options, shape, per_warp in cases()[:1] if args.quick else cases():
         original = torch.empty(shape, device="cuda", dtype=torch.float16)
         compiled = kernel[grid](*make_arguments(original), **options)
-        natural = (int(per_warp.max()) + 1) & ~1
+        natural = int(per_warp.max())
         for capacity in (natural,) if args.quick else (natural, 2):
             out = torch.full(shape, float("nan"), device="cuda", dtype=torch.float16)
             records = direct_launch(compiled, grid, make_arguments(out), capacity, per_warp)

@@ -3,7 +3,7 @@ import os
 import re
 
 from gwatch_nb._native import FORMAT
-from gwatch_nb.layout import EVENT_DTYPE, SLOT_HEADER_DTYPE
+from gwatch_nb.layout import RECORD_DTYPE, SLOT_HEADER_DTYPE
 
 DOC = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs", "FORMAT.md")
 
@@ -26,13 +26,13 @@ def test_every_documented_offset_is_the_headers():
     rows = list(_rows())
     assert len(rows) >= 18
     for offset, names in rows:
-        for name in (n for n in names if n.startswith(("GH_", "SH_", "EV_"))):
+        for name in (n for n in names if n.startswith(("GH_", "SH_", "REC_"))):
             assert FORMAT[name] == offset, f"{name}: header says {FORMAT[name]}, FORMAT.md says {offset}"
 
 
 def test_every_offset_constant_is_documented():
     documented = {n for _, names in _rows() for n in names}
-    offsets = {k for k in FORMAT if k.startswith(("GH_", "SH_", "EV_"))}
+    offsets = {k for k in FORMAT if k.startswith(("GH_", "SH_", "REC_"))}
     assert offsets <= documented, offsets - documented
 
 
@@ -42,11 +42,13 @@ def test_documented_magics_and_sizes():
         assert f"0x{FORMAT[name]:08x}" in section.lower()
     assert f"({FORMAT['SLOT_HEADER_BYTES']} bytes, `SLOT_HEADER_BYTES`" in section
     assert f"zero up to {FORMAT['GLOBAL_HEADER_BYTES']} bytes | `GLOBAL_HEADER_BYTES`" in section
-    assert f"{FORMAT['EVENT_BYTES']} bytes, `EVENT_BYTES`" in section
+    assert f"({FORMAT['RECORD_BYTES']} bytes, `RECORD_BYTES`)" in section
+    assert f"Up to {FORMAT['READINGS_PER_RECORD']} readings (`READINGS_PER_RECORD`)" in section
+    assert f"u32 × {FORMAT['READINGS_PER_RECORD']} |" in section
     assert f"[0, {FORMAT['MAX_SCOPE_ID']}]" in section
     assert f"format version ({FORMAT['FORMAT_VERSION']})" in section
     assert f"at most {FORMAT['GROUP_MAX_EVENTS']}, `GROUP_MAX_EVENTS`" in section
-    assert f"{FORMAT['SLOT_SPARE_EVENTS']} spare events (`SLOT_SPARE_EVENTS`)" in section
-    assert f"(capacity + {FORMAT['SLOT_SPARE_EVENTS']}) × 8 + 64" in section
-    assert FORMAT["SLOT_SPARE_EVENTS"] >= FORMAT["GROUP_MAX_EVENTS"] - 1
-    assert SLOT_HEADER_DTYPE.itemsize == FORMAT["SLOT_HEADER_BYTES"] and EVENT_DTYPE.itemsize == FORMAT["EVENT_BYTES"]
+    assert f"ceil((capacity + {FORMAT['GROUP_MAX_EVENTS'] - 1}) / m)" in section
+    assert f"slot_records × {FORMAT['RECORD_BYTES']} + {FORMAT['SLOT_HEADER_BYTES']}" in section
+    assert SLOT_HEADER_DTYPE.itemsize == FORMAT["SLOT_HEADER_BYTES"]
+    assert RECORD_DTYPE.itemsize == FORMAT["RECORD_BYTES"]

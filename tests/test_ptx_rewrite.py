@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from compile_kernels import compile_ptx
 from corpus import CASES
 from gwatch_nb import ptx
-from gwatch_nb.layout import BUFFER_PARAM, CAPACITY_PARAM
+from gwatch_nb.layout import BUFFER_PARAM, CAPACITY_PARAM, SLOT_RECORDS_PARAM
 
 EXIT_LINES = re.compile(r"^\s*(\$?[\w$]+:\s*)?(@!?%\w+\s+)?(ret|exit)(\.uni)?\s*;", re.M)
 
@@ -19,11 +19,13 @@ def _exits(text: str) -> int:
 
 
 ROOM_TEST = re.compile(r"setp\.lt\.and\.u32 \t%gwatch_ok,")
-SITE = re.compile(r"// gwatch site \d+:")
+SITE = re.compile(r"// gwatch site (\d+):")
 CLOCK_READ = re.compile(r"mov\.u32 \t(%gwatch_clk\d+), %clock;")
-STORE = re.compile(r"@%gwatch_ok st\.global\.v2\.u32 \t\[%gwatch_ptr\+(\d+)\], \{(%gwatch_clk\d+), %gwatch_tag\};")
+SITE_VALUE = re.compile(r"mov\.u32 \t%gwatch_site, (\d+);")
+STORE = re.compile(r"@%gwatch_ok st\.global\.v4\.b32 \t\[%gwatch_ptr\+(\d+)\], "
+                   r"\{(%gwatch_clk\d+), (%gwatch_clk\d+), (%gwatch_clk\d+), %gwatch_site\};")
 ADVANCE_N = re.compile(r"add\.u32 \t%gwatch_n, %gwatch_n, (\d+);")
-ADVANCE_PTR = re.compile(r"add\.u64 \t%gwatch_ptr, %gwatch_ptr, (\d+);")
+ADVANCE_PTR = re.compile(r"@%gwatch_ok add\.u64 \t%gwatch_ptr, %gwatch_ptr, (\d+);")
 BRANCH = re.compile(r"^\s*(?:[\w$]+:\s*)*(?:@!?%\w+\s+)?br[ax][.\s]")
 LABEL = re.compile(r"^\s*([\w$]+):")
 NO_TIME = re.compile(r"^\s*(//.*|\.\w.*|[\w$]+:\s*|mov\.u32 \t?%r\d+, 0;|)$")
@@ -33,46 +35,57 @@ def _branch_targets(text: str) -> set[str]:
     return set(re.findall(r"\bbra(?:\.uni)?\s+([\w$]+);", text))
 
 
-def check_groups(text: str, targets: set[str]) -> dict:
-    """Walk an instrumented entry's lines and check the group discipline: a room test opens
-    a group; each marker takes the clock reading made at it, or the one just before it with
-    no instruction run since; the group's events are stored in order at consecutive slots
-    from the pointer, each with its own reading still in its register; and the counters
-    advance by exactly the group's events before any branch or branch target. Returns
-    counts of room tests, clock reads and stores."""
-    counts = {"groups": 0, "clocks": 0, "stores": 0}
-    open_group, events, stored, fresh = False, [], 0, False
+def check_groups(text: str, targets: set[str], sites) -> dict:
+    """Walk an instrumented entry's lines and check the group discipline against the
+    rewriter's site table: a room test opens a group; each marker takes the clock reading
+    made at it, or the one just before it with no instruction run since; the group's
+    records are stored in order at consecutive 16-byte places from the pointer, each
+    naming its first site, covering the next markers of the group (as many as the table
+    says), with each marker's own reading, still in its register, at the place the table
+    gives it; and the counters advance by exactly the group's events and records before
+    any branch or branch target. Returns counts of room tests, clock reads, stores and
+    markers stored."""
+    counts = {"groups": 0, "clocks": 0, "stores": 0, "events": 0}
+    open_group, markers, stored, records, fresh = False, [], 0, 0, False
     readings = {}  # register -> how many times it was read, to spot one overwritten too early
     lines = text.splitlines()
     for i, line in enumerate(lines):
         where = f"line {i + 1}"
         label = LABEL.match(line)
         if BRANCH.match(line) or (label and label.group(1) in targets) or "$__gwatch_exit:" in line:
-            assert not open_group, f"{where}: control leaves a stretch with {len(events)} events not counted"
+            assert not open_group, f"{where}: control leaves a stretch with {len(markers)} events not counted"
             fresh = False
         if ROOM_TEST.search(line):
             assert not open_group, f"{where}: a group opens inside another"
-            open_group, events, stored = True, [], 0
+            open_group, markers, stored, records = True, [], 0, 0
             counts["groups"] += 1
-        elif SITE.search(line):
+        elif site := SITE.search(line):
             read = CLOCK_READ.search(lines[i + 1])
             assert read or fresh, f"{where}: an instruction ran between the clock read and this marker"
             register = read.group(1) if read else current
-            events.append((register, readings.get(register, 0) + (1 if read else 0)))
+            markers.append((int(site.group(1)), register, readings.get(register, 0) + (1 if read else 0)))
         elif read := CLOCK_READ.search(line):
             current, fresh = read.group(1), True
             readings[current] = readings.get(current, 0) + 1
             counts["clocks"] += 1
         elif match := STORE.search(line):
-            assert open_group and int(match.group(1)) == 8 * stored, f"{where}: event stored out of place"
-            assert events[stored] == (match.group(2), readings[match.group(2)]), \
-                f"{where}: the event is stored with another marker's clock reading"
-            stored += 1
+            first = int(SITE_VALUE.search(lines[i - 1]).group(1))
+            covered = sites[first].record_events
+            assert open_group and int(match.group(1)) == 16 * records, f"{where}: record stored out of place"
+            assert covered > 0 and [m[0] for m in markers[stored:stored + covered]] == \
+                list(range(first, first + covered)), f"{where}: the record does not cover the next markers"
+            places = match.group(2, 3, 4)
+            for number, register, generation in markers[stored:stored + covered]:
+                assert places[sites[number].reading] == register and readings[register] == generation, \
+                    f"{where}: site {number} is stored with another marker's clock reading"
+            stored += covered
+            records += 1
             counts["stores"] += 1
         elif match := ADVANCE_N.search(line):
-            assert open_group and int(match.group(1)) == len(events) == stored, \
-                f"{where}: counters advance by {match.group(1)} after {stored} of {len(events)} events stored"
-            assert int(ADVANCE_PTR.search(lines[i + 1]).group(1)) == 8 * stored
+            assert open_group and int(match.group(1)) == len(markers) == stored, \
+                f"{where}: counters advance by {match.group(1)} after {stored} of {len(markers)} events stored"
+            assert int(ADVANCE_PTR.search(lines[i + 1]).group(1)) == 16 * records
+            counts["events"] += stored
             open_group = False
         elif "gwatch" not in line and not NO_TIME.match(line) and not line.strip().startswith("@%gwatch_on"):
             fresh = False
@@ -95,27 +108,28 @@ def test_corpus_kernel_instruments_and_assembles(case):
     assert {s.scope_id for s in result.sites} == case.scope_ids
     (entry,) = result.entries
     assert entry.num_sites == len(result.sites)
-    assert f".param .u64 {BUFFER_PARAM},\n\t.param .u32 {CAPACITY_PARAM}\n)" in result.ptx
+    assert f".param .u64 {BUFFER_PARAM},\n\t.param .u32 {CAPACITY_PARAM},\n\t.param .u32 {SLOT_RECORDS_PARAM}\n)" \
+        in result.ptx
     # Every original exit now branches to the epilogue, whose ret is the only one left.
     assert entry.num_exits == _exits(source) >= 1
     assert _exits(result.ptx) == 1
     assert result.ptx.count("bra") - source.count("bra") >= entry.num_exits
-    counts = check_groups(result.ptx, _branch_targets(result.ptx))
-    assert counts["stores"] == len(result.sites)
-    assert counts["clocks"] <= len(result.sites) and counts["groups"] <= len(result.sites)
+    counts = check_groups(result.ptx, _branch_targets(result.ptx), result.sites)
+    assert counts["events"] == len(result.sites)
+    assert counts["groups"] <= counts["stores"] <= counts["clocks"] <= len(result.sites)
     ptx.assemble(result.ptx)
 
 
 def test_a_loop_body_tests_room_once_and_adjacent_markers_share_a_clock():
     """The attention example's loop body is one straight-line stretch: its eight markers
-    make one group, and the three places where one scope ends right where the next starts
-    read the clock once each."""
+    make one group, the three places where one scope ends right where the next starts
+    read the clock once each, and the five readings go out in two stores."""
     case = next(c for c in CASES if c.name == "attention fwd d64")
     source = compile_ptx(case.fn, case.signature, case.constexprs, case.num_warps, case.num_stages)
     result = ptx.instrument(source)
     assert len(result.sites) == 8
-    counts = check_groups(result.ptx, _branch_targets(result.ptx))
-    assert counts == {"groups": 1, "clocks": 5, "stores": 8}
+    counts = check_groups(result.ptx, _branch_targets(result.ptx), result.sites)
+    assert counts == {"groups": 1, "clocks": 5, "stores": 2, "events": 8}
     ptx.assemble(result.ptx)
 
 
@@ -171,13 +185,12 @@ def test_predicated_ret_exit_and_labels_all_reach_the_epilogue():
 
 
 def test_a_long_run_of_markers_is_cut_into_groups_the_spare_room_can_hold():
-    from gwatch_nb.layout import GROUP_MAX_EVENTS, SLOT_SPARE_EVENTS
+    from gwatch_nb.layout import GROUP_MAX_EVENTS
     count = 2 * GROUP_MAX_EVENTS + 1
     body = "\n".join(f"\t// gwatch.scope_{'end' if i % 2 else 'start'} 1" for i in range(count)) + "\n\tret;"
     result = ptx.instrument(_module(body))
-    counts = check_groups(result.ptx, set())
-    assert counts == {"groups": 3, "clocks": 3, "stores": count}
-    assert SLOT_SPARE_EVENTS >= GROUP_MAX_EVENTS - 1
+    counts = check_groups(result.ptx, set(), result.sites)
+    assert counts == {"groups": 3, "clocks": 3, "stores": 3, "events": count}
     ptx.assemble(result.ptx)
 
 
@@ -261,28 +274,38 @@ def _render(kind, value, index):
     }[kind]
 
 
-def _expected_groups_and_clocks(lines) -> tuple[int, int]:
+def _expected_counts(lines) -> tuple[int, int, int]:
     """What the rewriter should emit for a body: a room test per group (a group ends at a
-    branch, a branch target, an exit, or after 16 events) and a clock read per run of
-    markers with no instruction between them."""
-    groups = clocks = in_group = 0
+    branch, a branch target, an exit, or after 16 events), a clock read per run of
+    markers with no instruction between them, and a store per three readings of a group
+    (and one for the rest)."""
+    groups = clocks = stores = in_group = readings = 0
     fresh = False
+
+    def close():
+        nonlocal stores, in_group, readings, fresh
+        stores += -(-readings // 3)
+        in_group = readings = 0
+        fresh = False
+
     for kind, _ in lines:
         if kind in ("start", "end"):
             if in_group == 16:
-                in_group = 0
+                close()
             if not in_group:
                 groups += 1
                 fresh = False
             if not fresh:
                 clocks += 1
+                readings += 1
             in_group += 1
             fresh = True
         elif kind in ("ret", "pret", "exit", "target", "bra"):
-            in_group, fresh = 0, False
+            close()
         elif kind in ("inst", "block"):
             fresh = False
-    return groups, clocks
+    close()
+    return groups, clocks, stores
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -301,7 +324,7 @@ def test_random_bodies_keep_every_site_and_exit_and_assemble(lines):
         return
     assert result.entries[0].num_exits == 1 + sum(k in ("ret", "pret", "exit") for k, _ in lines)
     assert _exits(result.ptx) == 1
-    counts = check_groups(result.ptx, targets)
-    assert (counts["groups"], counts["clocks"]) == _expected_groups_and_clocks(lines)
-    assert counts["stores"] == len(sentinels)
+    counts = check_groups(result.ptx, targets, result.sites)
+    assert (counts["groups"], counts["clocks"], counts["stores"]) == _expected_counts(lines)
+    assert counts["events"] == len(sentinels)
     ptx.assemble(result.ptx)

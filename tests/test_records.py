@@ -105,22 +105,124 @@ def test_unwrap_tolerates_an_event_read_just_before_the_entry_clock():
     assert got.tolist() == [95]
 
 
+def _kernel(groups):
+    """A site table as the rewriter would make it for straight-line groups of markers:
+    ``groups`` lists, per group, its readings, each a list of (scope_id, is_end) markers
+    that share it. Returns the table and, per group, its records as (first site, readings
+    in it, markers in it)."""
+    tags, readings, covered, layouts = [], [], [], []
+    for group in groups:
+        records_of_group = []
+        for first in range(0, len(group), layout.READINGS_PER_RECORD):
+            chunk = group[first:first + layout.READINGS_PER_RECORD]
+            site = len(tags)
+            for index, markers in enumerate(chunk):
+                for sid, end in markers:
+                    tags.append(layout.make_tag(sid, end))
+                    readings.append(index)
+                    covered.append(0)
+            covered[site] = len(tags) - site
+            records_of_group.append((site, len(chunk), len(tags) - site))
+        layouts.append(records_of_group)
+    table = records.SiteTable(np.array(tags, np.uint32), np.array(readings, np.int64), np.array(covered, np.int64))
+    return table, layouts
+
+
+def _write_slot(table, layouts, executed, capacity, clock0, steps):
+    """What an instrumented warp leaves in its slot when it runs the groups ``executed``
+    (a group is written whole when fewer than ``capacity`` events came before it), and the
+    (clock, tag) events it attempted, in order."""
+    recs, attempted, clock, step = [], [], clock0, iter(steps)
+    for g in executed:
+        room = len(attempted) < capacity
+        for site, n_readings, n_markers in layouts[g]:
+            clocks = []
+            for _ in range(n_readings):
+                clock += next(step)
+                clocks.append(clock & 0xFFFFFFFF)
+            for k in range(n_markers):
+                attempted.append((clocks[table.readings[site + k]], int(table.tags[site + k])))
+            if room:
+                recs.append((clocks + [clocks[0]] * (layout.READINGS_PER_RECORD - n_readings), site))
+    return recs, attempted
+
+
+def _device_buffers(slots, width):
+    headers = np.zeros(len(slots), layout.SLOT_HEADER_DTYPE)
+    recs = np.zeros((len(slots), width), layout.RECORD_DTYPE)
+    for i, (written, attempted, ck_entry) in enumerate(slots):
+        headers[i]["magic"] = layout.WARP_MAGIC
+        headers[i]["ck_entry"], headers[i]["gt_exit"] = ck_entry, 1
+        headers[i]["events"], headers[i]["records"] = len(attempted), len(written)
+        for j, (clocks, site) in enumerate(written):
+            recs[i, j] = (clocks, site)
+    return headers, recs
+
+
+marker = st.tuples(st.integers(0, 4), st.booleans())
+group = st.lists(st.lists(marker, min_size=1, max_size=3), min_size=1, max_size=7)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(group, min_size=1, max_size=4), st.data())
+def test_from_device_keeps_exactly_the_first_capacity_events(groups, data):
+    """Records of random groups, random runs and capacities, against the events each warp
+    attempted: every warp keeps exactly its first `capacity` events, each with its own
+    clock and scope, and counts the rest as dropped."""
+    table, layouts = _kernel(groups)
+    capacity = data.draw(st.integers(1, 40), "capacity")
+    warps, want = [], []
+    for w in range(data.draw(st.integers(1, 5), "warps")):
+        executed = data.draw(st.lists(st.integers(0, len(groups) - 1), max_size=8), f"run {w}")
+        entry = data.draw(st.integers(0, 1 << 40), f"entry {w}")
+        steps = data.draw(st.lists(st.integers(1, 1 << 20), min_size=64, max_size=64), f"steps {w}")
+        written, attempted = _write_slot(table, layouts, executed, capacity, entry, steps)
+        warps.append((written, attempted, entry))
+        want.append(attempted[:capacity])
+    width = layout.slot_records(capacity, table.min_record_events)
+    assert all(len(w[0]) <= width for w in warps)  # the slot the host sizes holds every record
+    headers, recs = _device_buffers(warps, width)
+    got, cycles, tags, missing = records.from_device(headers.view(np.uint8).reshape(len(warps), -1), recs,
+                                                     capacity, table)
+    assert missing == 0
+    assert got["n_events"].tolist() == [len(k) for k in want]
+    assert got["n_dropped"].tolist() == [len(w[1]) - len(k) for w, k in zip(warps, want)]
+    assert tags.tolist() == [tag for kept in want for _, tag in kept]
+    assert (cycles & 0xFFFFFFFF).tolist() == [clock for kept in want for clock, _ in kept]
+    counts = got["n_events"].astype(np.int64)
+    first = np.cumsum(counts) - counts
+    assert (cycles[first[counts > 0]] > got["ck_entry"][counts > 0].astype(np.int64)).all()
+
+
 def test_from_device_counts_drops_and_ignores_unwritten_slots():
-    capacity = 4
-    headers = np.zeros(3, layout.SLOT_HEADER_DTYPE)
-    headers["magic"] = [layout.WARP_MAGIC, layout.WARP_MAGIC, 0]
-    headers["gt_entry"], headers["ck_entry"] = 1000, 5000
-    headers["gt_exit"], headers["ck_exit"] = 2000, 7000
-    headers["events"] = [3, 9, 0]  # 3 events; 9 attempted with room for 4
-    events = np.zeros((3, capacity), layout.EVENT_DTYPE)
-    events["clock"] = 5000 + np.arange(capacity) * 10
-    events["tag"] = [layout.make_tag(1, i % 2) for i in range(capacity)]
-    warps, cycles, tags, missing = records.from_device(headers.view(np.uint8).reshape(3, -1), events, capacity)
+    table, layouts = _kernel([[[(1, False)], [(1, True), (2, False)], [(2, True)]]])  # one group, one record
+    capacity = 6  # the second run of the group starts below it and is written whole; the third is not
+    one, attempted_one = _write_slot(table, layouts, [0], capacity, 5000, [10] * 9)
+    three, attempted_three = _write_slot(table, layouts, [0, 0, 0], capacity, 5000, [10] * 9)
+    headers, recs = _device_buffers([(one, attempted_one, 5000), (three, attempted_three, 5000),
+                                     ([], [], 0)], 3)
+    headers["magic"][2] = 0  # a warp that never started
+    warps, cycles, tags, missing = records.from_device(headers.view(np.uint8).reshape(3, -1), recs, capacity, table)
     assert missing == 1
-    assert warps["n_events"].tolist() == [3, 4]
-    assert warps["n_dropped"].tolist() == [0, 5]
-    assert cycles.tolist() == [5000, 5010, 5020, 5000, 5010, 5020, 5030]
-    assert records.attempted_events(headers.view(np.uint8).reshape(3, -1)).tolist() == [3, 9, 0]
+    assert warps["n_events"].tolist() == [4, 6]
+    assert warps["n_dropped"].tolist() == [0, 6]
+    assert cycles.tolist() == [5010, 5020, 5020, 5030] + [5010, 5020, 5020, 5030, 5040, 5050]
+    assert records.records_written(headers.view(np.uint8).reshape(3, -1)).tolist() == [1, 2, 0]
+
+
+def test_a_record_naming_no_record_start_is_refused_in_one_line():
+    table, layouts = _kernel([[[(1, False)], [(1, True)]]])
+    written, attempted = _write_slot(table, layouts, [0], 8, 0, [5, 5])
+    headers, recs = _device_buffers([(written, attempted, 0)], 1)
+    recs["site"] = 1  # a site inside the record, not its first
+    with pytest.raises(records.CorruptTraceError, match="record 0 names site 1"):
+        records.from_device(headers.view(np.uint8).reshape(1, -1), recs, 8, table)
+    recs["site"] = 1 << 30
+    with pytest.raises(records.CorruptTraceError, match="names site 1073741824"):
+        records.from_device(headers.view(np.uint8).reshape(1, -1), recs, 8, table)
+    headers["records"] = 2
+    with pytest.raises(records.CorruptTraceError, match="reports 2 records, its slot holds 1"):
+        records.from_device(headers.view(np.uint8).reshape(1, -1), recs, 8, table)
 
 
 @pytest.mark.parametrize("missing, uniform", [(False, True), (False, False), (True, True), (True, False)])
@@ -128,30 +230,31 @@ def test_from_device_matches_a_slot_by_slot_reading(missing, uniform):
     """The vectorised decode (with its shortcuts for launches where every slot was written
     and every warp filled the copied width) equals reading each slot on its own."""
     rng = np.random.default_rng(3)
-    slots, width = 6, 8
-    headers = np.zeros(slots, layout.SLOT_HEADER_DTYPE)
-    headers["magic"] = layout.WARP_MAGIC
+    table, layouts = _kernel([[[(0, False)], [(0, True), (1, False)], [(1, True), (2, False)], [(2, True)]],
+                              [[(3, False), (3, True)]]])
+    slots, capacity = 6, 12
+    warps = []
+    for slot in range(slots):
+        executed = [0, 1] * 3 if uniform else list(rng.integers(0, 2, rng.integers(0, 8)))
+        entry = int(rng.integers(1 << 33, 1 << 34))
+        warps.append((*_write_slot(table, layouts, executed, capacity, entry, rng.integers(1, 500, 64)), entry))
+    width = max(len(w[0]) for w in warps)
+    headers, recs = _device_buffers(warps, width)
     if missing:
         headers["magic"][2] = 0
-    headers["ck_entry"] = rng.integers(1 << 33, 1 << 34, slots)
-    headers["gt_exit"] = 1  # the warp ran its epilogue, which wrote the count
-    headers["events"] = width if uniform else rng.integers(0, width + 3, slots)
-    events = np.zeros((slots, width), layout.EVENT_DTYPE)
-    events["clock"] = (headers["ck_entry"][:, None].astype(np.int64) + np.cumsum(rng.integers(1, 500, (slots, width)), 1)) & 0xFFFFFFFF
-    events["tag"] = rng.integers(0, 1 << 16, (slots, width))
-    warps, cycles, tags, lost = records.from_device(headers.view(np.uint8).reshape(slots, -1), events, width)
+    got, cycles, tags, lost = records.from_device(headers.view(np.uint8).reshape(slots, -1), recs, capacity, table)
     want_cycles, want_tags = [], []
-    for slot in range(slots):
-        if headers["magic"][slot] != layout.WARP_MAGIC:
+    for slot, (written, attempted, entry) in enumerate(warps):
+        if missing and slot == 2:
             continue
-        clock = int(headers["ck_entry"][slot])
-        for event in events[slot][:min(int(headers["events"][slot]), width)]:
-            clock += (int(event["clock"]) - clock) % (1 << 32)  # forward steps below 2^31 cycles
+        clock = entry
+        for event_clock, tag in attempted[:capacity]:
+            clock += (event_clock - clock) % (1 << 32)  # forward steps below 2^31 cycles
             want_cycles.append(clock)
-            want_tags.append(int(event["tag"]))
+            want_tags.append(tag)
     assert lost == int(missing)
     assert cycles.tolist() == want_cycles and tags.tolist() == want_tags
-    assert len(warps) == slots - int(missing)
+    assert len(got) == slots - int(missing)
 
 
 def _warps_with_clock(true_entry, true_exit, ghz_of, sm, sm_offset, sm_rate=None):

@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass
 
 from .. import ptx as ptx_rewrite
+from ..records import SiteTable
 from ..errors import TraceFailedError
 from ..sources import KernelSource
 from . import driver
@@ -25,8 +26,9 @@ class InstrumentedKernel:
     name: str
     function: object         # CUfunction of the instrumented copy
     handle: int
-    num_params: int          # the original's; the trace buffer is one more
+    num_params: int          # the original's; the trace buffer, capacity and slot size follow
     sites: tuple
+    table: SiteTable         # what the host needs to decode its records
     registers: int
     build_seconds: float     # rewrite + assemble + load, the first time
 
@@ -145,6 +147,7 @@ def _build(source: KernelSource) -> InstrumentedKernel | None:
     return InstrumentedKernel(
         name=source.name, function=function, handle=int(function), num_params=entry.num_params,
         sites=tuple(s for s in rewritten.sites if s.entry == source.name),
+        table=SiteTable.of_entry(rewritten.sites, source.name),
         registers=driver.function_attribute(function, "CU_FUNC_ATTRIBUTE_NUM_REGS"),
         build_seconds=time.perf_counter() - began,
     )

@@ -31,22 +31,39 @@ PENDING_LIMIT_BYTES = 1 << 30
 MIN_CAPACITY, MAX_CAPACITY = 64, 1 << 16
 
 
-def default_capacity(num_slots: int, free_bytes: int) -> int:
-    """Events per warp: as many as fit min(256 MiB, an eighth of free memory)."""
+def default_capacity(num_slots: int, free_bytes: int, min_record_events: int) -> int:
+    """Events per warp: as many as the records of min(256 MiB, an eighth of free memory)
+    hold, for a kernel whose records each cover at least ``min_record_events`` markers."""
     budget = min(BUFFER_BUDGET_BYTES, free_bytes // 8)
-    fit = budget // max(1, num_slots * layout.EVENT_BYTES)
-    return int(min(MAX_CAPACITY, max(MIN_CAPACITY, fit))) & ~1
+    fit = budget // max(1, num_slots * layout.RECORD_BYTES) * min_record_events - (layout.GROUP_MAX_EVENTS - 1)
+    return int(min(MAX_CAPACITY, max(MIN_CAPACITY, fit)))
 
 
-def new_buffer(capacity: int, num_slots: int, stream: int) -> int:
+def new_buffer(capacity: int, records: int, num_slots: int, stream: int) -> int:
     """A launch's trace buffer: its global header written, every warp header zeroed
     (stream-ordered before the launch)."""
-    pointer = driver.alloc(layout.buffer_bytes(capacity, num_slots))
-    driver.fill32_2d_async(pointer + layout.GLOBAL_HEADER_BYTES + layout.header_offset(capacity),
-                           layout.slot_bytes(capacity), 0, layout.SLOT_HEADER_BYTES // 4, num_slots, stream)
-    header = np.frombuffer(layout.global_header(capacity, num_slots), np.uint8)
+    pointer = driver.alloc(layout.buffer_bytes(records, num_slots))
+    driver.fill32_2d_async(pointer + layout.GLOBAL_HEADER_BYTES + layout.header_offset(records),
+                           layout.slot_bytes(records), 0, layout.SLOT_HEADER_BYTES // 4, num_slots, stream)
+    header = np.frombuffer(layout.global_header(capacity, records, num_slots), np.uint8)
     driver.copy_to_device_async(pointer, header, stream)
     return pointer
+
+
+def copy_back(launch: "PendingLaunch") -> tuple[np.ndarray, np.ndarray]:
+    """A finished launch's buffer as the GPU left it: every warp's header, as (slots, 64)
+    bytes, and the records the warps wrote, as (slots, most written) RECORD_DTYPE."""
+    own_header = driver.copy_rows_to_host(launch.pointer, layout.GLOBAL_HEADER_BYTES,
+                                          layout.GLOBAL_HEADER_BYTES, 1).tobytes()
+    if own_header != layout.global_header(launch.capacity, launch.records, launch.num_slots):
+        raise driver.CudaError("the trace buffer's header was overwritten")
+    slots = launch.pointer + layout.GLOBAL_HEADER_BYTES
+    slot = layout.slot_bytes(launch.records)
+    headers = driver.copy_rows_to_host(slots + layout.header_offset(launch.records), slot, layout.SLOT_HEADER_BYTES,
+                                       launch.num_slots)
+    width = min(launch.records, int(records.records_written(headers).max(initial=0)))
+    recs = driver.copy_rows_to_host(slots, slot, width * layout.RECORD_BYTES, launch.num_slots)
+    return headers, recs.view(layout.RECORD_DTYPE)
 
 
 @dataclass
@@ -56,7 +73,9 @@ class PendingLaunch:
     grid: tuple[int, int, int]
     block: tuple[int, int, int]
     capacity: int
+    records: int          # per warp slot
     num_slots: int
+    table: records.SiteTable
     pointer: int
     nbytes: int
     context: int
@@ -204,13 +223,14 @@ class TraceSession:
                 self._note("extra_params", name, f"{name}: launched with packed 'extra' parameters; not traced")
                 return
             launch = self._prepare_buffer(name, view, context, kernel)
-            # The original arguments, then the two the instrumented entry appends.
-            params = (ctypes.c_void_p * (kernel.num_params + 2))()
+            # The original arguments, then the three the instrumented entry appends.
+            added = (ctypes.c_uint64(launch.pointer), ctypes.c_uint32(launch.capacity),
+                     ctypes.c_uint32(launch.records))
+            params = (ctypes.c_void_p * (kernel.num_params + len(added)))()
             ctypes.memmove(params, view.kernel_params, kernel.num_params * ctypes.sizeof(ctypes.c_void_p))
-            address, capacity = ctypes.c_uint64(launch.pointer), ctypes.c_uint32(launch.capacity)
-            params[kernel.num_params] = ctypes.addressof(address)
-            params[kernel.num_params + 1] = ctypes.addressof(capacity)
-            launch.keep_alive += [params, address, capacity]
+            for i, value in enumerate(added):
+                params[kernel.num_params + i] = ctypes.addressof(value)
+            launch.keep_alive += [params, *added]
             view.params.f = kernel.handle
             view.params.kernelParams = ctypes.addressof(params)
             launch.events.append(driver.event_record(view.stream))  # after our buffer setup: times the kernel
@@ -265,15 +285,18 @@ class TraceSession:
         device = self._devices[context]
         threads = view.block[0] * view.block[1] * view.block[2]
         num_slots = view.grid[0] * view.grid[1] * view.grid[2] * ((threads + 31) // 32)
-        capacity = self.capacity or default_capacity(num_slots, device["free_bytes_at_start"])
-        nbytes = layout.buffer_bytes(capacity, num_slots)
+        fewest = kernel.table.min_record_events
+        capacity = self.capacity or default_capacity(num_slots, device["free_bytes_at_start"], fewest)
+        slot_records = layout.slot_records(capacity, fewest)
+        nbytes = layout.buffer_bytes(slot_records, num_slots)
         if self._pending and self._pending_bytes + nbytes > PENDING_LIMIT_BYTES:
             self._drain()  # keep device memory bounded when many launches are traced
-        pointer = new_buffer(capacity, num_slots, view.stream)
+        pointer = new_buffer(capacity, slot_records, num_slots, view.stream)
         info = {k: v for k, v in device.items() if k != "free_bytes_at_start"}
         info.update(instrumented_registers=kernel.registers, instrument_seconds=round(kernel.build_seconds, 4),
                     sites=len(kernel.sites))
-        return PendingLaunch(name, view.grid, view.block, capacity, num_slots, pointer, nbytes, context, view.stream, info)
+        return PendingLaunch(name, view.grid, view.block, capacity, slot_records, num_slots, kernel.table, pointer,
+                             nbytes, context, view.stream, info)
 
     # ------------------------------------------------------------ collection
 
@@ -289,33 +312,27 @@ class TraceSession:
             try:
                 with driver.context_current(launch.context):
                     failure = launch.failed or broken.get(launch.context)
-                    if failure:
-                        self._note("launch_failed", launch.kernel, f"{launch.kernel}: {failure}")
-                    else:
-                        self._records.append(self.collect(launch))
-                    driver.free(launch.pointer)
-                    for event in launch.events:
-                        driver.event_destroy(event)
-            except driver.CudaError as error:
+                    try:
+                        if failure:
+                            self._note("launch_failed", launch.kernel, f"{launch.kernel}: {failure}")
+                        else:
+                            self._records.append(self.collect(launch))
+                    finally:
+                        driver.free(launch.pointer)
+                        for event in launch.events:
+                            driver.event_destroy(event)
+            except (driver.CudaError, records.CorruptTraceError) as error:
                 self._note("collect", launch.kernel, f"{launch.kernel}: collecting its records failed ({error})")
         self._pending.clear()
         self._pending_bytes = 0
 
     @staticmethod
     def collect(launch: PendingLaunch) -> records.LaunchRecords:
-        own_header = driver.copy_rows_to_host(launch.pointer, layout.GLOBAL_HEADER_BYTES,
-                                              layout.GLOBAL_HEADER_BYTES, 1).tobytes()
-        if own_header != layout.global_header(launch.capacity, launch.num_slots):
-            raise driver.CudaError("the trace buffer's header was overwritten")
-        slot = layout.slot_bytes(launch.capacity)
-        headers = driver.copy_rows_to_host(
-            launch.pointer + layout.GLOBAL_HEADER_BYTES + layout.header_offset(launch.capacity),
-            slot, layout.SLOT_HEADER_BYTES, launch.num_slots)
-        width = min(launch.capacity, int(records.attempted_events(headers).max(initial=0)))
-        events = driver.copy_rows_to_host(launch.pointer + layout.GLOBAL_HEADER_BYTES, slot,
-                                          width * layout.EVENT_BYTES, launch.num_slots)
-        warps, cycles, tags, missing = records.from_device(headers, events.view(layout.EVENT_DTYPE), launch.capacity)
+        headers, recs = copy_back(launch)
+        warps, cycles, tags, missing = records.from_device(headers, recs, launch.capacity, launch.table)
+        written = int(records.records_written(headers).sum())
         info = dict(launch.info, missing_warps=missing, buffer_bytes=launch.nbytes,
+                    trace_bytes=written * layout.RECORD_BYTES + launch.num_slots * layout.SLOT_HEADER_BYTES,
                     host_callback_us=round(launch.host_seconds * 1e6, 1))
         if len(launch.events) == 2:
             info["kernel_ms"] = driver.event_elapsed_ms(*launch.events)
