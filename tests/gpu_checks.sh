@@ -18,6 +18,7 @@ if [ "${1:-}" = --bench ]; then
 fi
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader
 python3 -m pytest tests -m gpu -q -p no:cacheprovider -rs 2>&1 | tee "$OUT/gpu_tests.log" | tail -30
+python3 tests/capture_raw_launch.py "$OUT/fixtures" 2>&1 | tail -3  # raw buffer fixture for the CPU tests
 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 3 python3 tests/sanitizer_check.py > "$OUT/memcheck.log" 2>&1
 echo "memcheck exit status $?"; tail -12 "$OUT/memcheck.log"
 compute-sanitizer --tool racecheck --report-api-errors no --error-exitcode 3 python3 tests/sanitizer_check.py --quick > "$OUT/racecheck.log" 2>&1
