@@ -2,8 +2,9 @@
 Trace.df (warps with equal and with uneven event counts), the archive of 2 million scope instances, and rewriting a 50,000-line PTX.
 
 The launch is a real H200 trace (tests/fixtures/attention_4k_h200.json) tiled into one
-launch of 2,097,152 events, turned back into the exact bytes the GPU would have left in
-its trace buffer, so the timed decode starts where the session's collection ends.
+launch of 2,097,152 events, turned back into the exact records the instrumented kernel
+(its site table from the rewriter, here) would have left in its trace buffer, so the timed
+decode starts where the session's collection ends.
 Median of several runs.  python bench/host.py [--repeat 5]"""
 import argparse
 import os
@@ -28,21 +29,46 @@ FIXTURE = os.path.join(ROOT, "tests", "fixtures", "attention_4k_h200.json")
 CAUSAL_FIXTURE = os.path.join(ROOT, "tests", "fixtures", "attention_causal_h200.json")
 
 
-def device_buffers(launch: records.LaunchRecords):
-    """The (headers, events) arrays the session copies back for this launch."""
+def attention_ptx() -> str:
+    """The example attention kernel's PTX for sm_90 (head dim 64), compiled here."""
+    sys.path.insert(0, os.path.join(ROOT, "examples"))
+    from compile_kernels import compile_ptx
+    from corpus import CASES
+    case = next(c for c in CASES if c.name.startswith("attention fwd d64"))
+    return compile_ptx(case.fn, case.signature, case.constexprs, case.num_warps, case.num_stages)
+
+
+def device_buffers(launch: records.LaunchRecords, table: records.SiteTable):
+    """The (headers, records) arrays the session copies back for this launch, had the
+    instrumented kernel whose site table is ``table`` recorded its events: each warp's
+    events are cut into that kernel's records, matching their scopes in order."""
+    starts = [(site, table.tags[site:site + n].tolist())
+              for site, n in enumerate(table.record_events.tolist()) if n]
     warps = launch.warps
     count = warps["n_events"].astype(np.int64)
-    width = int(count.max())
+    tags, clocks = launch.tags.tolist(), (launch.cycles & 0xFFFFFFFF).astype(np.uint32)
+    per_warp, position = [], 0
+    for n in count.tolist():
+        warp_records, end = [], position + n
+        while position < end:
+            site, covered = next((site, want) for site, want in starts if tags[position:position + len(want)] == want)
+            readings = {}
+            for k in range(len(covered)):
+                readings.setdefault(int(table.readings[site + k]), clocks[position + k])
+            warp_records.append(([readings.get(r, readings[0]) for r in range(layout.READINGS_PER_RECORD)], site))
+            position += len(covered)
+        per_warp.append(warp_records)
+    width = max(len(r) for r in per_warp)
     headers = np.zeros(len(warps), layout.SLOT_HEADER_DTYPE)
     for name in ("gt_entry", "ck_entry", "gt_exit", "ck_exit", "warp", "block_x", "block_y", "block_z", "sm"):
         headers[name] = warps[name]
     headers["magic"] = layout.WARP_MAGIC
     headers["events"] = count
-    events = np.zeros((len(warps), width), layout.EVENT_DTYPE)
-    keep = np.arange(width) < count[:, None]
-    events["clock"][keep] = (launch.cycles & 0xFFFFFFFF).astype(np.uint32)
-    events["tag"][keep] = launch.tags
-    return headers.view(np.uint8).reshape(len(warps), -1), events
+    headers["records"] = [len(r) for r in per_warp]
+    recs = np.zeros((len(warps), width), layout.RECORD_DTYPE)
+    for i, warp_records in enumerate(per_warp):
+        recs[i, :len(warp_records)] = warp_records
+    return headers.view(np.uint8).reshape(len(warps), -1), recs
 
 
 def timed(fn, repeat):
@@ -54,13 +80,8 @@ def timed(fn, repeat):
     return statistics.median(times), result
 
 
-def big_ptx(lines_wanted: int) -> str:
-    """A module of many marked entries: the attention kernel's PTX, entry renamed per copy."""
-    sys.path.insert(0, os.path.join(ROOT, "examples"))
-    from compile_kernels import compile_ptx
-    from corpus import CASES
-    case = next(c for c in CASES if c.name.startswith("attention fwd d64"))
-    text = compile_ptx(case.fn, case.signature, case.constexprs, case.num_warps, case.num_stages)
+def big_ptx(text: str, lines_wanted: int) -> str:
+    """A module of many marked entries: a kernel's PTX, entry renamed per copy."""
     head, _, body = text.partition(".visible .entry")
     body = ".visible .entry" + body.split("\t.file")[0]
     copies = max(1, lines_wanted // body.count("\n"))
@@ -71,26 +92,29 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
+    source = attention_ptx()
+    table = records.SiteTable.of_entry(ptx.instrument(source).sites, "attn_fwd")
     base = gwatch_nb.load(FIXTURE)
     launch = tile(base, 4).records[0]
-    headers, events = device_buffers(launch)
-    print(f"launch: {len(launch.warps):,} warps, {launch.events_recorded:,} events")
+    headers, recs = device_buffers(launch, table)
+    print(f"launch: {len(launch.warps):,} warps, {launch.events_recorded:,} events, {recs.size:,} records")
+    capacity = int(launch.warps["n_events"].max())
 
-    def decode(launch, headers, events, scope_names):
-        warps, cycles, tags, _ = records.from_device(headers, events, int(events.shape[1]))
-        trace = Trace([records.LaunchRecords(launch.kernel, launch.grid, launch.block, events.shape[1], warps,
+    def decode(launch, headers, recs, scope_names):
+        warps, cycles, tags, _ = records.from_device(headers, recs, capacity, table)
+        trace = Trace([records.LaunchRecords(launch.kernel, launch.grid, launch.block, capacity, warps,
                                              cycles, tags)], scope_names)
         return trace.df
 
-    seconds, df = timed(lambda: decode(launch, headers, events, base.scope_names), args.repeat)
+    seconds, df = timed(lambda: decode(launch, headers, recs, base.scope_names), args.repeat)
     print(f"decode buffers -> Trace.df ({len(df):,} rows): {seconds * 1e3:.0f} ms; "
           f"{df.memory_usage(deep=True).sum() / len(df):.1f} bytes/row")
 
     # Causal attention: warps record 16 to 128 events, so the decode gathers each slot's own count.
     causal = gwatch_nb.load(CAUSAL_FIXTURE)
     uneven = tile(causal, -(-2_000_000 // causal.records[0].events_recorded)).records[0]
-    uneven_headers, uneven_events = device_buffers(uneven)
-    seconds, df = timed(lambda: decode(uneven, uneven_headers, uneven_events, causal.scope_names), args.repeat)
+    uneven_headers, uneven_recs = device_buffers(uneven, table)
+    seconds, df = timed(lambda: decode(uneven, uneven_headers, uneven_recs, causal.scope_names), args.repeat)
     print(f"decode buffers with uneven counts ({uneven.events_recorded:,} events, {len(df):,} rows): "
           f"{seconds * 1e3:.0f} ms")
 
@@ -104,7 +128,7 @@ def main():
         seconds, _ = timed(lambda: gwatch_nb.load(path).df, args.repeat)
         print(f"load archive -> Trace.df: {seconds * 1e3:.0f} ms")
 
-    text = big_ptx(50_000)
+    text = big_ptx(source, 50_000)
     seconds, result = timed(lambda: ptx.instrument(text), args.repeat)
     print(f"rewrite {text.count(chr(10)):,}-line PTX ({len(result.entries)} entries, {len(result.sites)} sites): "
           f"{seconds * 1e3:.1f} ms")

@@ -113,7 +113,7 @@ def _traced(call, inputs, iters, pattern, capacity):
     return {
         "times": [r.info["kernel_ms"] * 1e3 for r in records],
         "events": records[0].events_recorded, "dropped": records[0].events_dropped,
-        "bytes": records[0].info["buffer_bytes"],
+        "bytes": records[0].info["trace_bytes"],
         "host_us": statistics.median(r.info["host_callback_us"] for r in records),
         "first_host_ms": records[0].info["host_callback_us"] / 1e3,
         "collect_ms": collect_s * 1e3 / len(records),
@@ -156,24 +156,28 @@ def worker_gwatch(names, rounds, iters):
 
 
 _CLOCK_READ = re.compile(r"mov\.u32 \t(%gwatch_clk\d+), %clock;")
-_EVENT_STORE = re.compile(r"@%gwatch_ok st\.global\.v2\.u32 \t\[%gwatch_ptr\+(\d+)\], \{(%gwatch_clk\d+), %gwatch_tag\};")
-_COUNTERS_SET = "\tmov.u32 \t%gwatch_n, 0;\n"
+_RECORD_STORE = re.compile(r"@%gwatch_ok st\.global\.v4\.b32 \t\[%gwatch_ptr\+(\d+)\], "
+                           r"\{([^,]*), ([^,]*), ([^,]*), ([^}]*)\};")
+_RECORDS_WRITTEN = re.compile(r"cvt\.u32\.u64 \t%gwatch_r0, %gwatch_d5;")
 
 #: Diagnostic variants of the instrumentation, as edits of the instrumented PTX: what one
-#: part of an event costs, and other ways to store it.
+#: part of a marker costs.
 DIAGNOSTIC_EDITS = {
     "no-clock": lambda ptx: _CLOCK_READ.sub(r"mov.u32 \t\1, 0;", ptx),
-    "no-store": lambda ptx: _EVENT_STORE.sub("", ptx),
-    "store-cs": lambda ptx: _EVENT_STORE.sub(r"@%gwatch_ok st.global.cs.v2.u32 \t[%gwatch_ptr+\1], {\2, %gwatch_tag};", ptx),
-    "store-evict-first": lambda ptx: _EVENT_STORE.sub(
-        r"@%gwatch_ok st.global.L2::cache_hint.v2.u32 \t[%gwatch_ptr+\1], {\2, %gwatch_tag}, %gwatch_pol;", ptx
-    ).replace(_COUNTERS_SET, _COUNTERS_SET + "\t.reg .b64 \t%gwatch_pol;\n"
-              "\tcreatepolicy.fractional.L2::evict_first.b64 \t%gwatch_pol, 1.0;\n"),
-    # Every event of a warp to the same 16 bytes of its slot's spare room: the same stores
-    # with a memory footprint of one sector per warp (the events read back are not real).
-    "store-in-place": lambda ptx: _EVENT_STORE.sub(
-        lambda m: f"@%gwatch_ok st.global.v2.u32 \t[%gwatch_d7+{-128 + int(m.group(1)) % 16}], "
-                  f"{{{m.group(2)}, %gwatch_tag}};", ptx),
+    "no-store": lambda ptx: _RECORD_STORE.sub("", ptx),
+    # Every record of a warp to the same 16 bytes of its slot (the last record place): the
+    # same stores with a memory footprint of one sector per warp. The warp reports no
+    # records written, so the host reads none back.
+    "store-in-place": lambda ptx: _RECORDS_WRITTEN.sub("mov.u32 \t%gwatch_r0, 0;", _RECORD_STORE.sub(
+        r"@%gwatch_ok st.global.v4.b32 \t[%gwatch_d7+-16], {\2, \3, \4, \5};", ptx)),
+    # The record pointer advanced in every lane, whether or not the group was written (right
+    # while nothing overflows): what keeping it exact costs.
+    "advance-always": lambda ptx: ptx.replace("@%gwatch_ok add.u64 \t%gwatch_ptr,", "add.u64 \t%gwatch_ptr,"),
+    # The same bytes in two 8-byte stores per record: what one 16-byte store saves or costs.
+    "store-as-pairs": lambda ptx: _RECORD_STORE.sub(
+        lambda m: f"@%gwatch_ok st.global.v2.b32 \t[%gwatch_ptr+{m.group(1)}], {{{m.group(2)}, {m.group(3)}}};\n\t"
+                  f"@%gwatch_ok st.global.v2.b32 \t[%gwatch_ptr+{int(m.group(1)) + 8}], {{{m.group(4)}, {m.group(5)}}};",
+        ptx),
 }
 
 
