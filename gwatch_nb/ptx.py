@@ -24,7 +24,7 @@ class Site:
 class Entry:
     name: str
     line: int
-    num_params: int  # parameters before the appended trace-buffer parameter
+    num_params: int  # parameters before the appended trace parameters
     num_sites: int
     num_exits: int
 

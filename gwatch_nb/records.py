@@ -1,7 +1,7 @@
 """Trace records: device buffers → per-warp events → scope intervals.
 
-Everything here is vectorised numpy over all events of a launch at once; nothing loops
-in Python per event or per warp.
+Everything here works on all events of a launch at once (numpy, and C for expanding
+records into events); nothing loops in Python per event or per warp.
 """
 from __future__ import annotations
 
