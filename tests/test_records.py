@@ -225,6 +225,17 @@ def test_a_record_naming_no_record_start_is_refused_in_one_line():
         records.from_device(headers.view(np.uint8).reshape(1, -1), recs, 8, table)
 
 
+@pytest.mark.parametrize("field, value", [("readings", 3), ("readings", -1), ("record_events", 5)])
+def test_a_site_table_pointing_outside_itself_is_refused(field, value):
+    """A table read from a file could send the expansion past its arrays: it is checked first."""
+    table, layouts = _kernel([[[(1, False)], [(1, True)]]])
+    written, attempted = _write_slot(table, layouts, [0], 8, 0, [5, 5])
+    headers, recs = _device_buffers([(written, attempted, 0)], 1)
+    getattr(table, field)[1 if field == "readings" else 0] = value
+    with pytest.raises(records.CorruptTraceError, match=r"site table: site \d+ has a reading or a record span"):
+        records.from_device(headers.view(np.uint8).reshape(1, -1), recs, 8, table)
+
+
 @pytest.mark.parametrize("missing, uniform", [(False, True), (False, False), (True, True), (True, False)])
 def test_from_device_matches_a_slot_by_slot_reading(missing, uniform):
     """The vectorised decode (with its shortcuts for launches where every slot was written
