@@ -247,6 +247,17 @@ def test_text_without_sentinels_is_the_same_object():
     assert ptx.instrument(source).ptx is source
 
 
+def test_a_stretch_with_more_readings_than_registers_stores_them_on_the_way():
+    """Ten markers, each after an instruction: one group, ten readings; those waiting are
+    stored when the registers for them run out, and every marker is stored once."""
+    body = "".join(f"\tadd.s32 \t%r2, %r2, 1;\n\t// gwatch.scope_{'end' if i % 2 else 'start'} 1\n"
+                   for i in range(10)) + "\tret;"
+    result = ptx.instrument(_module(body))
+    counts = check_groups(result.ptx, set(), result.sites)
+    assert counts == {"groups": 1, "clocks": 10, "stores": 4, "events": 10}
+    ptx.assemble(result.ptx)
+
+
 # ------------------------------------------------------------------ property-based
 
 line = st.one_of(
