@@ -10,6 +10,7 @@ from compile_kernels import compile_ptx
 from corpus import CASES
 from gwatch_nb import ptx
 from gwatch_nb.layout import BUFFER_PARAM, CAPACITY_PARAM, SLOT_RECORDS_PARAM
+from gwatch_nb.records import SiteTable
 
 EXIT_LINES = re.compile(r"^\s*(\$?[\w$]+:\s*)?(@!?%\w+\s+)?(ret|exit)(\.uni)?\s*;", re.M)
 
@@ -201,6 +202,20 @@ def test_every_entry_of_a_module_is_instrumented():
     assert [e.name for e in result.entries] == ["first", "second"]
     assert result.ptx.count(f".param .u64 {BUFFER_PARAM}") == 2
     assert result.ptx.count("$__gwatch_exit:") == 2
+    ptx.assemble(result.ptx)
+
+
+def test_each_kernel_of_a_module_gets_its_own_site_table():
+    """Sites are numbered across the module; a kernel's table lets only its own records
+    start there, and its slots are sized from its own records."""
+    first = _module("\t// gwatch.scope_start 1\n\t// gwatch.scope_end 1\n\tret;", "first")
+    second = _module("\tmov.u32 \t%r2, %tid.x;\n\tsetp.eq.u32 \t%p1, %r2, 3;\n\t// gwatch.scope_start 2\n"
+                     "\t@%p1 bra \t$L__BB1_1;\n$L__BB1_1:\n\t// gwatch.scope_end 2\n\tret;",
+                     "second").split(".address_size 64\n", 1)[1]
+    result = ptx.instrument(first + second)
+    mine, theirs = (SiteTable.of_entry(result.sites, name) for name in ("first", "second"))
+    assert mine.record_events.tolist() == [2, 0, 0, 0] and mine.min_record_events == 2
+    assert theirs.record_events.tolist() == [0, 0, 1, 1] and theirs.min_record_events == 1
     ptx.assemble(result.ptx)
 
 
