@@ -39,10 +39,9 @@
 /* A group's readings are stored after the fact: each waits in a register until
  * PENDING_READINGS_MAX wait or the group closes, so the stores land after the stretch's
  * own memory work instead of in front of the fences and barriers inside it, which would
- * wait for them. A multiple of READINGS_PER_RECORD; -D selects another when measuring. */
-#ifndef PENDING_READINGS_MAX
+ * wait for them (docs/PERFORMANCE.md compares storing every three readings). A multiple
+ * of READINGS_PER_RECORD. */
 #define PENDING_READINGS_MAX 6
-#endif
 #define CLOCK_REGISTERS (PENDING_READINGS_MAX + 1) /* the readings waiting, and the one just taken */
 #define RECORD_SHIFT 4 /* log2(RECORD_BYTES) */
 

@@ -296,7 +296,7 @@ def _render(kind, value, index):
         "label": f"$L__tmp{index}:\n\t.loc\t1 {index + 1} 7\n\t// begin inline asm",
         "target": f"$L__BB0_T{index}:",
         "bra": "\t@%p1 bra \t$L__BB0_END;",
-        "value": f"\tmov.u32 %r3, 0;",
+        "value": "\tmov.u32 %r3, 0;",
     }[kind]
 
 
