@@ -17,7 +17,10 @@
  * sentinels of one straight-line stretch (no branch and no branch target between them)
  * form a group that tests the slot's room once and advances the counters once;
  * sentinels with no instruction between them share one clock read (a clock read is a
- * point ptxas schedules nothing across); and up to three readings go out in one store.
+ * point ptxas schedules nothing across); an end marker's reading is taken after the plain
+ * arithmetic right behind it that uses nothing the stretch computed before it
+ * (ptx_arithmetic.h says why); and up to three readings go out in one store, with the
+ * streaming cache hint (the kernel never reads its records back).
  *
  * The rewrite is two passes over lines: the first collects the labels branches jump to
  * (the places a straight-line stretch ends); the second tracks brace depth (outside
@@ -32,6 +35,8 @@
 #include <string.h>
 
 #include "gwatch_format.h"
+#include "ptx_arithmetic.h"
+#include "slice_set.h"
 
 #define SENTINEL_WORD "gwatch.scope_"
 #define EXIT_LABEL "$__gwatch_exit"
@@ -44,6 +49,8 @@
 #define PENDING_READINGS_MAX 6
 #define CLOCK_REGISTERS (PENDING_READINGS_MAX + 1) /* the readings waiting, and the one just taken */
 #define RECORD_SHIFT 4 /* log2(RECORD_BYTES) */
+/* An end marker's reading waits behind at most this many independent instructions. */
+#define READING_WAIT_MAX 32
 
 /* ------------------------------------------------------------------ text buffer */
 
@@ -175,6 +182,8 @@ typedef struct {
     int records;    /* of its records, those already stored */
     int clock_live; /* the latest clock reading has had no instruction run since */
     int clock;      /* the register holding the latest reading */
+    int owed;       /* the latest reading is still to be taken (an end marker's, waiting) */
+    int waited;     /* instructions it has waited behind */
     int readings;   /* readings waiting */
     int clock_of[PENDING_READINGS_MAX];  /* each waiting reading's register */
     size_t site_of[PENDING_READINGS_MAX]; /* and the site of its first marker */
@@ -184,7 +193,7 @@ typedef struct {
  * site (an unused place repeats the record's first reading), at the group's next records. */
 static void store_pending(gw_text *t, event_group *g) {
     for (int first = 0; first < g->readings; first += GWATCH_READINGS_PER_RECORD) {
-        text_printf(t, "\tmov.u32 \t%%gwatch_site, %zu;\n\t@%%gwatch_ok st.global.v4.b32 \t[%%gwatch_ptr+%d], {",
+        text_printf(t, "\tmov.u32 \t%%gwatch_site, %zu;\n\t@%%gwatch_ok st.global.cs.v4.b32 \t[%%gwatch_ptr+%d], {",
                     g->site_of[first], g->records * GWATCH_RECORD_BYTES);
         for (int i = first; i < first + GWATCH_READINGS_PER_RECORD; i++)
             text_printf(t, "%%gwatch_clk%d, ", g->clock_of[i < g->readings ? i : first]);
@@ -194,10 +203,17 @@ static void store_pending(gw_text *t, event_group *g) {
     g->readings = 0;
 }
 
+/* Take the reading an end marker owes, before the first line it may not wait behind. */
+static void take_owed_reading(gw_text *t, event_group *g) {
+    text_printf(t, "\tmov.u32 \t%%gwatch_clk%d, %%clock;\n", g->clock);
+    g->owed = 0;
+}
+
 /* Store what waits and advance the counters past the group: every path out of a stretch
  * passes here first. The record pointer moves only when the group was written, so at the
  * exit it tells how many records the slot holds. */
 static void close_group(gw_text *t, event_group *g) {
+    if (g->owed) take_owed_reading(t, g);
     if (g->open) {
         store_pending(t, g);
         text_printf(t,
@@ -205,14 +221,18 @@ static void close_group(gw_text *t, event_group *g) {
             "\t@%%gwatch_ok add.u64 \t%%gwatch_ptr, %%gwatch_ptr, %d;\n",
             g->events, g->records * GWATCH_RECORD_BYTES);
     }
-    g->open = g->events = g->records = g->clock_live = g->readings = 0;
+    g->open = g->events = g->records = g->clock_live = g->readings = g->waited = 0;
 }
 
 /* One marker: a clock reading unless the previous marker's is still fresh, written by
- * lane 0 when the slot had room before the group. The site learns which reading of its
- * record it shares, and a record's first site how many markers the record covers. */
+ * lane 0 when the slot had room before the group. An end marker's reading is owed: it
+ * is taken after the independent arithmetic that follows (the line loop decides), unless
+ * the readings waiting to be stored fill their registers. The site learns which reading
+ * of its record it shares, and a record's first site how many markers the record
+ * covers. */
 static void emit_event(gw_text *t, event_group *g, gw_result *r, size_t site) {
     gw_site *s = &r->sites[site];
+    if (g->owed) take_owed_reading(t, g);
     if (g->open && g->events == GWATCH_GROUP_MAX_EVENTS) close_group(t, g);
     if (!g->open) {
         text_puts(t, "\tsetp.lt.and.u32 \t%gwatch_ok, %gwatch_n, %gwatch_cap, %gwatch_on;\n");
@@ -221,8 +241,13 @@ static void emit_event(gw_text *t, event_group *g, gw_result *r, size_t site) {
     text_printf(t, "\t// gwatch site %zu: scope_%s %d\n", site, s->is_end ? "end" : "start", s->scope_id);
     if (!g->clock_live) {
         g->clock = (g->clock + 1) % CLOCK_REGISTERS;
-        text_printf(t, "\tmov.u32 \t%%gwatch_clk%d, %%clock;\n", g->clock);
-        if (g->readings == PENDING_READINGS_MAX) store_pending(t, g); /* after the reading: never delays it */
+        if (s->is_end && g->readings < PENDING_READINGS_MAX) {
+            g->owed = 1;
+            g->waited = 0;
+        } else {
+            text_printf(t, "\tmov.u32 \t%%gwatch_clk%d, %%clock;\n", g->clock);
+            if (g->readings == PENDING_READINGS_MAX) store_pending(t, g); /* after the reading: never delays it */
+        }
         g->clock_of[g->readings] = g->clock;
         g->site_of[g->readings++] = site;
     }
@@ -449,64 +474,10 @@ static int is_marker_value(const char *s, size_t n) {
 
 /* ------------------------------------------------------------------ branch targets */
 
-/* The labels some branch may jump to: an open-addressing set of slices of the input. */
-typedef struct {
-    const char **names;
-    size_t *lengths;
-    size_t capacity, count;
-    int failed;
-} label_set;
-
-static size_t label_hash(const char *s, size_t n) {
-    size_t h = 1469598103u;
-    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 16777619u;
-    return h;
-}
-
-static int label_set_has(const label_set *set, const char *s, size_t n) {
-    if (!set->count) return 0;
-    for (size_t i = label_hash(s, n) & (set->capacity - 1);; i = (i + 1) & (set->capacity - 1)) {
-        if (!set->names[i]) return 0;
-        if (set->lengths[i] == n && memcmp(set->names[i], s, n) == 0) return 1;
-    }
-}
-
-static void label_set_add(label_set *set, const char *s, size_t n) {
-    if (set->failed || label_set_has(set, s, n)) return;
-    if (2 * (set->count + 1) > set->capacity) {
-        label_set grown = {0};
-        grown.capacity = set->capacity ? set->capacity * 2 : 64;
-        grown.names = calloc(grown.capacity, sizeof *grown.names);
-        grown.lengths = calloc(grown.capacity, sizeof *grown.lengths);
-        if (!grown.names || !grown.lengths) {
-            free(grown.names);
-            free(grown.lengths);
-            set->failed = 1;
-            return;
-        }
-        for (size_t i = 0; i < set->capacity; i++)
-            if (set->names[i]) label_set_add(&grown, set->names[i], set->lengths[i]);
-        free(set->names);
-        free(set->lengths);
-        *set = grown;
-    }
-    size_t i = label_hash(s, n) & (set->capacity - 1);
-    while (set->names[i]) i = (i + 1) & (set->capacity - 1);
-    set->names[i] = s;
-    set->lengths[i] = n;
-    set->count++;
-}
-
-static void label_set_free(label_set *set) {
-    free(set->names);
-    free(set->lengths);
-    memset(set, 0, sizeof *set);
-}
-
 /* Every label named as an operand of a branch or in a .branchtargets list. Only lines
  * that mention "br" are read; one inside a block comment adds a label that ends a stretch
  * needlessly, which costs a little and is never wrong. */
-static void collect_branch_targets(const char *ptx, size_t length, label_set *targets) {
+static void collect_branch_targets(const char *ptx, size_t length, slice_set *targets) {
     const char *p = ptx, *end = ptx + length;
     while (p < end) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
@@ -528,7 +499,7 @@ static void collect_branch_targets(const char *ptx, size_t length, label_set *ta
             while (i < info.code_end && !is_ident(s[i])) i++;
             size_t b = i;
             while (i < info.code_end && is_ident(s[i])) i++;
-            if (i > b && s[b] != '%' && s[b] != '.') label_set_add(targets, s + b, i - b);
+            if (i > b && s[b] != '%' && s[b] != '.') slice_set_add(targets, s + b, i - b);
         }
     }
 }
@@ -615,22 +586,24 @@ void gw_result_free(gw_result *r) {
 enum { PASSES_NO_TIME, TAKES_TIME, ENDS_STRETCH };
 
 typedef struct {
-    const label_set *targets;
+    const slice_set *targets;
     int targeted;
 } label_probe;
 
 static void probe_label(const char *s, size_t n, void *context) {
     label_probe *probe = context;
-    if (label_set_has(probe->targets, s, n)) probe->targeted = 1;
+    if (slice_set_has(probe->targets, s, n)) probe->targeted = 1;
 }
 
 /* Blank lines, comments, directives (.loc), labels no branch names and the markers' own
  * movs pass no time; a branch or a label some branch names ends the stretch. Lines with
  * block comments are treated as ending it: a needless end costs two adds and a room
  * test, a missed one would be wrong. */
-static int classify_line(const line_t *ln, const line_info *info, int block_comment, const label_set *targets) {
+static int classify_line(const line_t *ln, const line_info *info, int block_comment, const slice_set *targets,
+                         long *opcode) {
     const char *s = ln->start;
     size_t n = info->code_end, i = 0;
+    *opcode = -1;
     if (block_comment) return ENDS_STRETCH;
     while (i < n && is_space(s[i])) i++;
     if (i == n) return PASSES_NO_TIME;
@@ -642,6 +615,7 @@ static int classify_line(const line_t *ln, const line_info *info, int block_comm
     if (op < 0) return TAKES_TIME;
     if ((size_t)op == n) return PASSES_NO_TIME;
     if (is_branch(s + op, n - (size_t)op)) return ENDS_STRETCH;
+    *opcode = op;
     return is_marker_value(s, n) ? PASSES_NO_TIME : TAKES_TIME;
 }
 
@@ -649,7 +623,10 @@ static int classify_line(const line_t *ln, const line_info *info, int block_comm
 
 enum { AT_MODULE, IN_HEADER, IN_BODY };
 
-static int rewrite_lines(const char *ptx, size_t length, const label_set *targets, gw_result *r) {
+/* `computed` holds the registers the current stretch has written so far (the arithmetic
+ * an end marker's reading may wait behind must not read them). */
+static int rewrite_lines(const char *ptx, size_t length, const slice_set *targets, slice_set *computed,
+                         gw_result *r) {
     gw_text *out = &r->out;
     event_group group = {0};
     scan_state scan = {0};
@@ -730,6 +707,7 @@ static int rewrite_lines(const char *ptx, size_t length, const label_set *target
             if (!nl) text_append(out, "\n", 1);
             if (is_entry) emit_prologue(out);
             group = (event_group){0};
+            slice_set_clear(computed);
             continue;
         }
 
@@ -751,10 +729,29 @@ static int rewrite_lines(const char *ptx, size_t length, const label_set *target
                         parse_exit(ln.start, info.code_end, &prefix_end, &uniform);
         if (is_entry) {
             int block_comment = was_in_comment || scan.in_block_comment || find_word(ln.start, info.code_end, "/*");
-            int effect = exit_line || info.close_to_zero >= 0 ? ENDS_STRETCH
-                                                              : classify_line(&ln, &info, block_comment, targets);
-            if (effect == ENDS_STRETCH) close_group(out, &group);
-            else if (effect == TAKES_TIME) group.clock_live = 0;
+            long opcode = -1;
+            int effect = exit_line || info.close_to_zero >= 0
+                             ? ENDS_STRETCH
+                             : classify_line(&ln, &info, block_comment, targets, &opcode);
+            if (group.owed) {
+                int waits = effect == PASSES_NO_TIME ||
+                            (effect == TAKES_TIME && opcode >= 0 && group.waited < READING_WAIT_MAX &&
+                             gw_is_independent_arithmetic(ln.start, info.code_end, (size_t)opcode, computed));
+                if (waits) { /* the reading is taken after this line, whose results depend on no
+                              * value the stretch computed: they stay free for what follows */
+                    group.waited += effect == TAKES_TIME;
+                    text_append(out, ln.start, full);
+                    continue;
+                }
+                take_owed_reading(out, &group);
+            }
+            if (effect == ENDS_STRETCH) {
+                close_group(out, &group);
+                slice_set_clear(computed);
+            } else if (effect == TAKES_TIME) {
+                group.clock_live = 0;
+                gw_note_written(ln.start, info.code_end, opcode >= 0 ? (size_t)opcode : 0, computed);
+            }
         }
         if (exit_line) {
             r->entries[entry].num_exits++;
@@ -782,9 +779,11 @@ static int rewrite_lines(const char *ptx, size_t length, const label_set *target
 int gw_rewrite(const char *ptx, size_t length, gw_result *r) {
     memset(r, 0, sizeof *r);
     if (!find_word(ptx, length, SENTINEL_WORD)) return 0; /* nothing to do: the module stays as it is */
-    label_set targets = {0};
+    slice_set targets = {0}, computed = {0};
     collect_branch_targets(ptx, length, &targets);
-    int status = targets.failed ? fail(r, 0, "out of memory") : rewrite_lines(ptx, length, &targets, r);
-    label_set_free(&targets);
+    int status = targets.failed ? fail(r, 0, "out of memory") : rewrite_lines(ptx, length, &targets, &computed, r);
+    if (computed.failed && status == 0) status = fail(r, 0, "out of memory");
+    slice_set_free(&targets);
+    slice_set_free(&computed);
     return status;
 }

@@ -20,16 +20,57 @@ def _exits(text: str) -> int:
 
 
 ROOM_TEST = re.compile(r"setp\.lt\.and\.u32 \t%gwatch_ok,")
-SITE = re.compile(r"// gwatch site (\d+):")
+SITE = re.compile(r"// gwatch site (\d+): scope_(start|end)")
 CLOCK_READ = re.compile(r"mov\.u32 \t(%gwatch_clk\d+), %clock;")
 SITE_VALUE = re.compile(r"mov\.u32 \t%gwatch_site, (\d+);")
-STORE = re.compile(r"@%gwatch_ok st\.global\.v4\.b32 \t\[%gwatch_ptr\+(\d+)\], "
+STORE = re.compile(r"@%gwatch_ok st\.global\.cs\.v4\.b32 \t\[%gwatch_ptr\+(\d+)\], "
                    r"\{(%gwatch_clk\d+), (%gwatch_clk\d+), (%gwatch_clk\d+), %gwatch_site\};")
 ADVANCE_N = re.compile(r"add\.u32 \t%gwatch_n, %gwatch_n, (\d+);")
 ADVANCE_PTR = re.compile(r"@%gwatch_ok add\.u64 \t%gwatch_ptr, %gwatch_ptr, (\d+);")
 BRANCH = re.compile(r"^\s*(?:[\w$]+:\s*)*(?:@!?%\w+\s+)?br[ax][.\s]")
 LABEL = re.compile(r"^\s*([\w$]+):")
 NO_TIME = re.compile(r"^\s*(//.*|\.\w.*|[\w$]+:\s*|mov\.u32 \t?%r\d+, 0;|)$")
+
+# What an end marker's reading may wait behind: register arithmetic whose sources (guard
+# included) are virtual registers the stretch has not written before the marker.
+ARITHMETIC = {"abs", "add", "addc", "and", "bfe", "bfi", "bfind", "brev", "clz", "cnot", "copysign", "cos",
+              "cvt", "cvta", "div", "dp2a", "dp4a", "ex2", "fma", "fns", "lg2", "lop3", "mad", "mad24", "madc",
+              "max", "min", "mov", "mul", "mul24", "neg", "not", "or", "popc", "prmt", "rcp", "rem", "rsqrt",
+              "sad", "selp", "set", "setp", "shf", "shl", "shr", "sin", "slct", "sqrt", "sub", "subc", "tanh",
+              "testp", "xor"}
+INSTRUCTION = re.compile(r"^\s*(?:[\w$]+:\s*)*(@!?%\w+\s+)?([a-z][\w.]*)\s+([^;]*);\s*(//.*)?$")
+VIRTUAL_REGISTER = re.compile(r"%[a-z]{1,3}\d+")
+REGISTER = re.compile(r"%[\w.$]+")
+READING_WAIT_MAX = 32
+
+
+def _split(line: str):
+    """(guard, opcode, destination text, source text) of a one-instruction line, or None."""
+    match = INSTRUCTION.match(line)
+    if not match:
+        return None
+    guard, opcode, operands = match.group(1) or "", match.group(2), match.group(3)
+    depth, cut = 0, len(operands)
+    for i, char in enumerate(operands):
+        depth += {"{": 1, "}": -1}.get(char, 0)
+        if char == "," and depth == 0:
+            cut = i
+            break
+    return guard, opcode, operands[:cut], operands[cut:]
+
+
+def _written(line: str) -> set[str]:
+    parts = _split(line)
+    return set(REGISTER.findall(parts[2] if parts else line))
+
+
+def _independent(line: str, computed: set[str]) -> bool:
+    parts = _split(line)
+    if not parts or parts[1].split(".")[0] not in ARITHMETIC:
+        return False
+    guard, _, destination, sources = parts
+    return all(VIRTUAL_REGISTER.fullmatch(r) for r in REGISTER.findall(destination)) and all(
+        VIRTUAL_REGISTER.fullmatch(r) and r not in computed for r in REGISTER.findall(guard + sources))
 
 
 def _branch_targets(text: str) -> set[str]:
@@ -38,30 +79,46 @@ def _branch_targets(text: str) -> set[str]:
 
 def check_groups(text: str, targets: set[str], sites) -> dict:
     """Walk an instrumented entry's lines and check the group discipline against the
-    rewriter's site table: a room test opens a group; each marker takes the clock reading
-    made at it, or the one just before it with no instruction run since; the group's
+    rewriter's site table: a room test opens a group; each start marker takes the clock
+    reading made at it, or the one just before it with no instruction run since; an end
+    marker does the same, or takes a reading made after at most 32 instructions of
+    register arithmetic that read nothing the stretch computed before it; the group's
     records are stored in order at consecutive 16-byte places from the pointer, each
     naming its first site, covering the next markers of the group (as many as the table
     says), with each marker's own reading, still in its register, at the place the table
     gives it; and the counters advance by exactly the group's events and records before
-    any branch or branch target. Returns counts of room tests, clock reads, stores and
-    markers stored."""
-    counts = {"groups": 0, "clocks": 0, "stores": 0, "events": 0}
+    any branch or branch target. Returns counts of room tests, clock reads, stores,
+    markers stored, and instructions end markers' readings waited behind."""
+    counts = {"groups": 0, "clocks": 0, "stores": 0, "events": 0, "waited": 0}
     open_group, markers, stored, records, fresh = False, [], 0, 0, False
     readings = {}  # register -> how many times it was read, to spot one overwritten too early
+    computed, waited_behind = set(), set()  # registers the stretch wrote; lines a reading came after
     lines = text.splitlines()
     for i, line in enumerate(lines):
         where = f"line {i + 1}"
         label = LABEL.match(line)
-        if BRANCH.match(line) or (label and label.group(1) in targets) or "$__gwatch_exit:" in line:
+        if BRANCH.match(line) or (label and label.group(1) in targets) or "$__gwatch_exit:" in line \
+                or "/*" in line or "*/" in line:
             assert not open_group, f"{where}: control leaves a stretch with {len(markers)} events not counted"
             fresh = False
+            computed = set()
         if ROOM_TEST.search(line):
             assert not open_group, f"{where}: a group opens inside another"
             open_group, markers, stored, records = True, [], 0, 0
             counts["groups"] += 1
         elif site := SITE.search(line):
             read = CLOCK_READ.search(lines[i + 1])
+            if not read and not fresh and site.group(2) == "end":
+                for j in range(i + 1, len(lines)):
+                    if read := CLOCK_READ.search(lines[j]):
+                        break
+                    if NO_TIME.match(lines[j]) and not SITE.search(lines[j]):
+                        continue
+                    assert _independent(lines[j], computed), \
+                        f"{where}: the end marker's reading waits behind line {j + 1}, which is not " \
+                        "arithmetic independent of the stretch"
+                    waited_behind.add(j)
+                assert len([j for j in waited_behind if j > i]) <= READING_WAIT_MAX
             assert read or fresh, f"{where}: an instruction ran between the clock read and this marker"
             register = read.group(1) if read else current
             markers.append((int(site.group(1)), register, readings.get(register, 0) + (1 if read else 0)))
@@ -90,6 +147,10 @@ def check_groups(text: str, targets: set[str], sites) -> dict:
             open_group = False
         elif "gwatch" not in line and not NO_TIME.match(line) and not line.strip().startswith("@%gwatch_on"):
             fresh = False
+            if i in waited_behind:
+                counts["waited"] += 1
+            else:
+                computed |= _written(line)
     assert not open_group
     return counts
 
@@ -124,13 +185,14 @@ def test_corpus_kernel_instruments_and_assembles(case):
 def test_a_loop_body_tests_room_once_and_adjacent_markers_share_a_clock():
     """The attention example's loop body is one straight-line stretch: its eight markers
     make one group, the three places where one scope ends right where the next starts
-    read the clock once each, and the five readings go out in two stores."""
+    read the clock once each, the five readings go out in two stores, and the last end
+    marker's reading waits behind the next step's address arithmetic."""
     case = next(c for c in CASES if c.name == "attention fwd d64")
     source = compile_ptx(case.fn, case.signature, case.constexprs, case.num_warps, case.num_stages)
     result = ptx.instrument(source)
     assert len(result.sites) == 8
     counts = check_groups(result.ptx, _branch_targets(result.ptx), result.sites)
-    assert counts == {"groups": 1, "clocks": 5, "stores": 2, "events": 8}
+    assert counts == {"groups": 1, "clocks": 5, "stores": 2, "events": 8, "waited": 4}
     ptx.assemble(result.ptx)
 
 
@@ -191,7 +253,7 @@ def test_a_long_run_of_markers_is_cut_into_groups_the_spare_room_can_hold():
     body = "\n".join(f"\t// gwatch.scope_{'end' if i % 2 else 'start'} 1" for i in range(count)) + "\n\tret;"
     result = ptx.instrument(_module(body))
     counts = check_groups(result.ptx, set(), result.sites)
-    assert counts == {"groups": 3, "clocks": 3, "stores": 3, "events": count}
+    assert counts == {"groups": 3, "clocks": 3, "stores": 3, "events": count, "waited": 0}
     ptx.assemble(result.ptx)
 
 
@@ -269,8 +331,51 @@ def test_a_stretch_with_more_readings_than_registers_stores_them_on_the_way():
                    for i in range(10)) + "\tret;"
     result = ptx.instrument(_module(body))
     counts = check_groups(result.ptx, set(), result.sites)
-    assert counts == {"groups": 1, "clocks": 10, "stores": 4, "events": 10}
+    assert counts == {"groups": 1, "clocks": 10, "stores": 4, "events": 10, "waited": 0}
     ptx.assemble(result.ptx)
+
+
+WAIT_BODY = """\t.reg .b32 \t%s<8>;
+\t.reg .b64 \t%sd<2>;
+\tld.param.u64 \t%sd1, [k_param_0];
+\t// gwatch.scope_start 1
+\tld.global.u32 \t%s1, [%sd1];
+\tsetp.eq.u32 \t%p2, %s1, 0;
+\t// gwatch.scope_end 1
+{after}
+\tst.global.u32 \t[%sd1], %s7;
+\tret;"""
+
+
+@pytest.mark.parametrize("after, waited, clocks", [
+    # independent arithmetic, then one that reads the load of the scope
+    (["add.s32 \t%s2, %s6, 1;", "shl.b32 \t%s3, %s2, 2;", "add.s32 \t%s7, %s1, %s3;"], 2, 2),
+    (["mov.u32 \t%s2, %tid.y;"], 0, 2),  # a special register
+    (["@%p2 add.s32 \t%s2, %s6, 1;"], 0, 2),  # guarded by a predicate the scope computed
+    (["ld.global.u32 \t%s2, [%sd1];"], 0, 2),  # memory
+    (["add.s32 \t%s2, %s2, 1;"] * 40, 32, 2),  # at most 32
+    # the next scope starts right after the arithmetic: one reading for both markers
+    (["add.s32 \t%s2, %s6, 1;", "// gwatch.scope_start 2", "add.s32 \t%s7, %s2, 1;", "// gwatch.scope_end 2"],
+     1, 3),
+], ids=["independent-then-dependent", "special-register", "guard", "memory", "cap", "next-scope-shares"])
+def test_an_end_marker_reads_the_clock_after_the_independent_arithmetic_that_follows(after, waited, clocks):
+    result = ptx.instrument(_module(WAIT_BODY.format(after="\n".join("\t" + line for line in after))))
+    counts = check_groups(result.ptx, set(), result.sites)
+    assert (counts["waited"], counts["clocks"]) == (waited, clocks)
+    lines = result.ptx.splitlines()
+    end = next(i for i, line in enumerate(lines) if "scope_end 1" in line)
+    read = next(i for i in range(end, len(lines)) if CLOCK_READ.search(lines[i]))
+    assert [line.strip() for line in lines[end + 1:read] if not NO_TIME.match(line)] == after[:waited]
+    ptx.assemble(result.ptx)
+
+
+def test_a_start_marker_reads_the_clock_where_it_stands():
+    result = ptx.instrument(_module("\t// gwatch.scope_start 1\n\tadd.s32 \t%r2, %r3, 1;\n"
+                                    "\t// gwatch.scope_end 1\n\tret;"))
+    lines = result.ptx.splitlines()
+    start = next(i for i, line in enumerate(lines) if "scope_start 1" in line)
+    assert CLOCK_READ.search(lines[start + 1])
+    assert check_groups(result.ptx, set(), result.sites)["waited"] == 0
 
 
 # ------------------------------------------------------------------ property-based
@@ -300,22 +405,26 @@ def _render(kind, value, index):
     }[kind]
 
 
-def _expected_counts(lines) -> tuple[int, int, int]:
+def _expected_counts(lines) -> tuple[int, int, int, int]:
     """What the rewriter should emit for a body: a room test per group (a group ends at a
     branch, a branch target, an exit, or after 16 events), a clock read per run of
     markers with no instruction between them, and a store per three readings of a group
-    (and one for the rest)."""
-    groups = clocks = stores = in_group = readings = 0
-    fresh = False
+    (and one for the rest). An end marker that takes a reading of its own, while fewer
+    than six wait to be stored, takes it after the `inst` lines that follow it (at most
+    32) as long as no `inst` line of the stretch came before: those add to a register the
+    stretch has not written yet; a marker right after them shares that reading."""
+    groups = clocks = stores = in_group = readings = pending = waited = waited_behind = 0
+    fresh = owed = written = False
 
     def close():
-        nonlocal stores, in_group, readings, fresh
+        nonlocal stores, in_group, readings, pending, fresh, owed
         stores += -(-readings // 3)
-        in_group = readings = 0
-        fresh = False
+        in_group = readings = pending = 0
+        fresh = owed = False
 
     for kind, _ in lines:
         if kind in ("start", "end"):
+            owed = False
             if in_group == 16:
                 close()
             if not in_group:
@@ -324,14 +433,21 @@ def _expected_counts(lines) -> tuple[int, int, int]:
             if not fresh:
                 clocks += 1
                 readings += 1
+                owed, waited = kind == "end" and pending < 6, 0
+                pending = pending % 6 + 1
             in_group += 1
             fresh = True
+        elif kind == "inst" and owed and not written and waited < 32:
+            waited += 1
+            waited_behind += 1
+        elif kind in ("inst", "block"):
+            owed = fresh = False
+            written = written or kind == "inst"
         elif kind in ("ret", "pret", "exit", "target", "bra"):
             close()
-        elif kind in ("inst", "block"):
-            fresh = False
+            written = False
     close()
-    return groups, clocks, stores
+    return groups, clocks, stores, waited_behind
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -351,6 +467,6 @@ def test_random_bodies_keep_every_site_and_exit_and_assemble(lines):
     assert result.entries[0].num_exits == 1 + sum(k in ("ret", "pret", "exit") for k, _ in lines)
     assert _exits(result.ptx) == 1
     counts = check_groups(result.ptx, targets, result.sites)
-    assert (counts["groups"], counts["clocks"], counts["stores"]) == _expected_counts(lines)
+    assert (counts["groups"], counts["clocks"], counts["stores"], counts["waited"]) == _expected_counts(lines)
     assert counts["events"] == len(sentinels)
     ptx.assemble(result.ptx)
