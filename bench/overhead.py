@@ -26,6 +26,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "examples"))
 sys.path.insert(0, HERE)
 
+from diagnostics import DIAGNOSTIC_EDITS  # noqa: E402
+
 
 def _cases():
     import torch
@@ -153,32 +155,6 @@ def worker_gwatch(names, rounds, iters):
             if variant == "gwatch":
                 row.update(traced)
             print(json.dumps(row), flush=True)
-
-
-_CLOCK_READ = re.compile(r"mov\.u32 \t(%gwatch_clk\d+), %clock;")
-_RECORD_STORE = re.compile(r"@%gwatch_ok st\.global\.v4\.b32 \t\[%gwatch_ptr\+(\d+)\], "
-                           r"\{([^,]*), ([^,]*), ([^,]*), ([^}]*)\};")
-_RECORDS_WRITTEN = re.compile(r"cvt\.u32\.u64 \t%gwatch_r0, %gwatch_d5;")
-
-#: Diagnostic variants of the instrumentation, as edits of the instrumented PTX: what one
-#: part of a marker costs.
-DIAGNOSTIC_EDITS = {
-    "no-clock": lambda ptx: _CLOCK_READ.sub(r"mov.u32 \t\1, 0;", ptx),
-    "no-store": lambda ptx: _RECORD_STORE.sub("", ptx),
-    # Every record of a warp to the same 16 bytes of its slot (the last record place): the
-    # same stores with a memory footprint of one sector per warp. The warp reports no
-    # records written, so the host reads none back.
-    "store-in-place": lambda ptx: _RECORDS_WRITTEN.sub("mov.u32 \t%gwatch_r0, 0;", _RECORD_STORE.sub(
-        r"@%gwatch_ok st.global.v4.b32 \t[%gwatch_d7+-16], {\2, \3, \4, \5};", ptx)),
-    # The record pointer advanced in every lane, whether or not the group was written (right
-    # while nothing overflows): what keeping it exact costs.
-    "advance-always": lambda ptx: ptx.replace("@%gwatch_ok add.u64 \t%gwatch_ptr,", "add.u64 \t%gwatch_ptr,"),
-    # The same bytes in two 8-byte stores per record: what one 16-byte store saves or costs.
-    "store-as-pairs": lambda ptx: _RECORD_STORE.sub(
-        lambda m: f"@%gwatch_ok st.global.v2.b32 \t[%gwatch_ptr+{m.group(1)}], {{{m.group(2)}, {m.group(3)}}};\n\t"
-                  f"@%gwatch_ok st.global.v2.b32 \t[%gwatch_ptr+{int(m.group(1)) + 8}], {{{m.group(4)}, {m.group(5)}}};",
-        ptx),
-}
 
 
 def worker_diagnose(names, iters):
