@@ -157,31 +157,39 @@ def worker_gwatch(names, rounds, iters):
             print(json.dumps(row), flush=True)
 
 
-def worker_diagnose(names, iters):
-    """Time traced launches of the instrumented PTX with each diagnostic edit applied."""
+def worker_diagnose(names, rounds, iters):
+    """Time traced launches of the instrumented PTX with each diagnostic edit applied, and
+    as built ("as-built", the edits' reference from the same process), in interleaved
+    rounds so drift hits them alike."""
     import dataclasses
     import importlib
     from gwatch_nb.cuda import instrumented
     cases = _cases()
     original = instrumented.ptx_rewrite.instrument
+    variants = {"as-built": lambda ptx: ptx, **DIAGNOSTIC_EDITS}
     for name in names:
         case = cases[name]
         marked = importlib.import_module(case["module"])
         inputs = [case["inputs"]() for _ in range(3)]
         call = lambda *a: case["call"](marked, *a)  # noqa: E731
-        for label, edit in DIAGNOSTIC_EDITS.items():
-            def edited(ptx, edit=edit):
-                result = original(ptx)
-                return dataclasses.replace(result, ptx=edit(result.ptx))
-            instrumented.ptx_rewrite.instrument = edited
-            instrumented._by_ptx.clear()
-            try:
-                traced = _traced(call, inputs, iters, case["pattern"], case["capacity"])
-            finally:
-                instrumented.ptx_rewrite.instrument = original
+        times, registers = {label: [] for label in variants}, {}
+        for _ in range(rounds):
+            for label, edit in variants.items():
+                def edited(ptx, edit=edit):
+                    result = original(ptx)
+                    return dataclasses.replace(result, ptx=edit(result.ptx))
+                instrumented.ptx_rewrite.instrument = edited
                 instrumented._by_ptx.clear()
-            print(json.dumps({"case": name, "variant": label, "times": traced["times"],
-                              "registers": traced["registers"]}), flush=True)
+                try:
+                    traced = _traced(call, inputs, -(-iters // rounds), case["pattern"], case["capacity"])
+                finally:
+                    instrumented.ptx_rewrite.instrument = original
+                    instrumented._by_ptx.clear()
+                times[label] += traced["times"]
+                registers[label] = traced["registers"]
+        for label in variants:
+            print(json.dumps({"case": name, "variant": label, "times": times[label],
+                              "registers": registers[label]}), flush=True)
 
 
 def worker_proton(names, iters, out_dir):
@@ -271,7 +279,7 @@ def main():
         if args.worker == "gwatch":
             worker_gwatch(names, args.rounds, args.iters)
         elif args.worker == "diagnose":
-            worker_diagnose(names, args.iters)
+            worker_diagnose(names, args.rounds, args.iters)
         else:
             worker_proton(names, args.iters, args.out)
         return
@@ -302,7 +310,7 @@ def main():
                         print(f"{worker}: {rows[-1]['case']} {rows[-1]['variant']} done", flush=True)
             if child.returncode:
                 print(f"{worker} worker exited with status {child.returncode}", file=sys.stderr)
-    order = {name: i for i, name in enumerate(["plain", "idle", "gwatch", *DIAGNOSTIC_EDITS, "proton"])}
+    order = {name: i for i, name in enumerate(["plain", "idle", "gwatch", "as-built", *DIAGNOSTIC_EDITS, "proton"])}
     rows.sort(key=lambda r: (names.index(r["case"]), order[r["variant"]]))
     table = _summary(rows)
     print(table)

@@ -60,14 +60,13 @@ def direct_launch(compiled, grid, arguments, capacity, expected_per_warp):
     num_slots = int(np.prod(grid)) * compiled.metadata.num_warps
     slot_records = layout.slot_records(capacity, kernel.table.min_record_events)
     pointer = new_buffer(capacity, slot_records, num_slots, 0)
-    values = [_value(a, t) for a, t in zip(kept, types)] + [
-        ctypes.c_uint64(pointer), ctypes.c_uint32(capacity), ctypes.c_uint32(slot_records)]
+    launch = PendingLaunch(compiled.name, tuple(grid), (threads, 1, 1), capacity, slot_records, num_slots,
+                           kernel.table, pointer, layout.buffer_bytes(slot_records, num_slots), context, 0, {})
+    values = [_value(a, t) for a, t in zip(kept, types)] + list(launch.trace_arguments())
     params = (ctypes.c_void_p * len(values))(*[ctypes.addressof(v) for v in values])
     driver.check(cu.cuLaunchKernel(kernel.function, *grid, threads, 1, 1, compiled.metadata.shared,
                                    cu.CUstream(0), ctypes.addressof(params), 0), "cuLaunchKernel")
     driver.check(cu.cuCtxSynchronize(), "cuCtxSynchronize")
-    launch = PendingLaunch(compiled.name, tuple(grid), (threads, 1, 1), capacity, slot_records, num_slots,
-                           kernel.table, pointer, layout.buffer_bytes(slot_records, num_slots), context, 0, {})
     records = TraceSession.collect(launch)
     driver.free(pointer)
     attempted = records.warps["n_events"].astype(np.int64) + records.warps["n_dropped"]

@@ -86,6 +86,11 @@ class PendingLaunch:
     host_seconds: float = 0.0                       # time spent in the launch callbacks
     failed: str | None = None
 
+    def trace_arguments(self) -> tuple[ctypes.c_uint64, ctypes.c_uint32, ctypes.c_uint32]:
+        """The values of the parameters the rewriter appends to an instrumented entry, in
+        its order: the buffer, the capacity in events, the records per warp slot."""
+        return ctypes.c_uint64(self.pointer), ctypes.c_uint32(self.capacity), ctypes.c_uint32(self.records)
+
 
 @dataclass
 class _LaunchView:
@@ -224,8 +229,7 @@ class TraceSession:
                 return
             launch = self._prepare_buffer(name, view, context, kernel)
             # The original arguments, then the three the instrumented entry appends.
-            added = (ctypes.c_uint64(launch.pointer), ctypes.c_uint32(launch.capacity),
-                     ctypes.c_uint32(launch.records))
+            added = launch.trace_arguments()
             params = (ctypes.c_void_p * (kernel.num_params + len(added)))()
             ctypes.memmove(params, view.kernel_params, kernel.num_params * ctypes.sizeof(ctypes.c_void_p))
             for i, value in enumerate(added):
