@@ -734,9 +734,10 @@ static int rewrite_lines(const char *ptx, size_t length, const slice_set *target
                              ? ENDS_STRETCH
                              : classify_line(&ln, &info, block_comment, targets, &opcode);
             if (group.owed) {
-                int waits = effect == PASSES_NO_TIME ||
-                            (effect == TAKES_TIME && opcode >= 0 && group.waited < READING_WAIT_MAX &&
-                             gw_is_independent_arithmetic(ln.start, info.code_end, (size_t)opcode, computed));
+                int waits = info.opens == 0 && info.closes == 0 &&
+                            (effect == PASSES_NO_TIME ||
+                             (effect == TAKES_TIME && opcode >= 0 && group.waited < READING_WAIT_MAX &&
+                              gw_is_independent_arithmetic(ln.start, info.code_end, (size_t)opcode, computed)));
                 if (waits) { /* the reading is taken after this line, whose results depend on no
                               * value the stretch computed: they stay free for what follows */
                     group.waited += effect == TAKES_TIME;
