@@ -14,8 +14,10 @@ mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 TRITON_DEFAULT_FP_FUSION=1
 INC=$(python3 -c "import sysconfig; print(sysconfig.get_paths()['include'])")
 SUF=$(python3 -c "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))")
-gcc -O2 -std=c99 -shared -fPIC -I"$OTHER/native" -I"$INC" "$OTHER"/native/*.c -o "$OTHER/gwatch_nb/_native$SUF" ||
-  { echo "building $OTHER failed"; exit 1; }
+for tree in "$OTHER" .; do  # both built the same way, in place
+  gcc -O2 -std=c99 -shared -fPIC -I"$tree/native" -I"$INC" "$tree"/native/*.c -o "$tree/gwatch_nb/_native$SUF" ||
+    { echo "building $tree failed"; exit 1; }
+done
 for case in "$@"; do
   for build in "$OTHER" .; do
     label=$([ "$build" = . ] && echo this || echo other)
