@@ -1,5 +1,6 @@
-/* Which instructions a marker's clock reading may be taken after: plain register
- * arithmetic on values computed before the stretch of code it sits in. ptxas never
+/* Which instructions an end marker's clock reading may be taken after: plain register
+ * arithmetic that reads nothing the straight-line stretch computed before the marker (the
+ * rewriter keeps that set of registers). ptxas never
  * moves work across a clock read, so a reading placed at the very end of a scope pins the
  * independent arithmetic that follows it (often the next loop step's addresses, which
  * ptxas would otherwise overlap with the scope's own long-latency work). */

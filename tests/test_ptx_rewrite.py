@@ -31,8 +31,9 @@ BRANCH = re.compile(r"^\s*(?:[\w$]+:\s*)*(?:@!?%\w+\s+)?br[ax][.\s]")
 LABEL = re.compile(r"^\s*([\w$]+):")
 NO_TIME = re.compile(r"^\s*(//.*|\.\w.*|[\w$]+:\s*|mov\.u32 \t?%r\d+, 0;|)$")
 
-# What an end marker's reading may wait behind: register arithmetic whose sources (guard
-# included) are virtual registers the stretch has not written before the marker.
+# What an end marker's reading may wait behind: register arithmetic, no braces on its line,
+# whose sources (guard included) are virtual registers the stretch has not written before
+# the marker.
 ARITHMETIC = {"abs", "add", "addc", "and", "bfe", "bfi", "bfind", "brev", "clz", "cnot", "copysign", "cos",
               "cvt", "cvta", "div", "dp2a", "dp4a", "ex2", "fma", "fns", "lg2", "lop3", "mad", "mad24", "madc",
               "max", "min", "mov", "mul", "mul24", "neg", "not", "or", "popc", "prmt", "rcp", "rem", "rsqrt",
@@ -66,7 +67,7 @@ def _written(line: str) -> set[str]:
 
 def _independent(line: str, computed: set[str]) -> bool:
     parts = _split(line)
-    if not parts or parts[1].split(".")[0] not in ARITHMETIC:
+    if not parts or parts[1].split(".")[0] not in ARITHMETIC or "{" in line:
         return False
     guard, _, destination, sources = parts
     return all(VIRTUAL_REGISTER.fullmatch(r) for r in REGISTER.findall(destination)) and all(
