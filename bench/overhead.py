@@ -9,8 +9,11 @@ its buffer setup, Proton ones by Triton launch hooks that run before Proton's ow
 (Proton drains its buffer after every launch). Inputs rotate over three sets so caches
 do not flatter, and plain/idle/traced are measured in interleaved rounds so clock drift
 hits them alike. Proton runs in its own process: it takes CUPTI's only subscriber slot.
+With --scopes, a case is also traced with only some of its scopes (variant
+"gwatch[101+103]"), in the same rounds: what fewer traced scopes cost.
 
-    python bench/overhead.py [--cases all|matmul-4096,...] [--proton CASES] [--diagnose CASES] [--out DIR]
+    python bench/overhead.py [--cases all|matmul-4096,...] [--proton CASES] [--diagnose CASES]
+                             [--scopes CASE:ID+ID,...] [--out DIR]
 """
 import argparse
 import json
@@ -98,10 +101,10 @@ class _HookTimer:
         return [start.elapsed_time(end) * 1e3 for start, end in self.pairs]
 
 
-def _traced(call, inputs, iters, pattern, capacity):
+def _traced(call, inputs, iters, pattern, capacity, scopes=None):
     from gwatch_nb.cuda.session import TraceSession
     import torch
-    session = TraceSession(re.compile(pattern), capacity=capacity)
+    session = TraceSession(re.compile(pattern), capacity=capacity, scopes=scopes)
     session.start()
     try:
         for i in range(iters):
@@ -123,7 +126,20 @@ def _traced(call, inputs, iters, pattern, capacity):
     }
 
 
-def worker_gwatch(names, rounds, iters):
+def _scope_subsets(text: str) -> dict[str, list[frozenset]]:
+    """'matmul-4096:101,attn-n4096-d128:101+103' -> {case: [scope ids traced, ...]}."""
+    subsets = {}
+    for item in filter(None, text.split(",")):
+        case, _, ids = item.partition(":")
+        subsets.setdefault(case, []).append(frozenset(int(i) for i in ids.split("+")))
+    return subsets
+
+
+def _subset_label(scopes: frozenset) -> str:
+    return "gwatch[" + "+".join(map(str, sorted(scopes))) + "]"
+
+
+def worker_gwatch(names, rounds, iters, subsets):
     import torch
     from variants import without_markers
     import importlib
@@ -139,21 +155,26 @@ def worker_gwatch(names, rounds, iters):
         same = torch.equal(plain_call(*inputs[0]), marked_call(*inputs[0]))
         _event_times(plain_call, inputs, 3)
         _event_times(marked_call, inputs, 3)
-        samples = {"plain": [], "idle": [], "gwatch": []}
-        first_launch_ms = []  # host time of each round's first traced launch: instrumenting, then reusing
+        # gwatch-nb with every scope traced, then with each subset of them asked for.
+        traced_variants = {"gwatch": None, **{_subset_label(s): s for s in subsets.get(name, [])}}
+        samples = {"plain": [], "idle": [], **{label: [] for label in traced_variants}}
+        figures = {}  # each traced variant's figures from its last round
+        # Host time of each round's first traced launch: instrumenting it, then reusing it.
+        first_launch_ms = {label: [] for label in traced_variants}
         for _ in range(rounds):
             samples["plain"] += _event_times(plain_call, inputs, iters)
             samples["idle"] += _event_times(marked_call, inputs, iters)
-            traced = _traced(marked_call, inputs, max(4, iters // 2), case["pattern"], case["capacity"])
-            samples["gwatch"] += traced.pop("times")
-            first_launch_ms.append(traced.pop("first_host_ms"))
-        traced["instrument_ms"] = first_launch_ms[0]
-        traced["again_ms"] = statistics.median(first_launch_ms[1:] or first_launch_ms)
+            for label, scopes in traced_variants.items():
+                figures[label] = _traced(marked_call, inputs, max(4, iters // 2), case["pattern"], case["capacity"],
+                                         scopes)
+                samples[label] += figures[label].pop("times")
+                first_launch_ms[label].append(figures[label].pop("first_host_ms"))
         print(f"{name}: measured in {time.perf_counter() - began:.0f} s", file=sys.stderr, flush=True)
         for variant, times in samples.items():
             row = {"case": name, "variant": variant, "times": times, "same_output": same}
-            if variant == "gwatch":
-                row.update(traced)
+            if variant in figures:
+                first = first_launch_ms[variant]
+                row.update(figures[variant], instrument_ms=first[0], again_ms=statistics.median(first[1:] or first))
             print(json.dumps(row), flush=True)
 
 
@@ -175,8 +196,8 @@ def worker_diagnose(names, rounds, iters):
         times, registers = {label: [] for label in variants}, {}
         for _ in range(rounds):
             for label, edit in variants.items():
-                def edited(ptx, edit=edit):
-                    result = original(ptx)
+                def edited(ptx, scopes=None, edit=edit):
+                    result = original(ptx, scopes)
                     return dataclasses.replace(result, ptx=edit(result.ptx))
                 instrumented.ptx_rewrite.instrument = edited
                 instrumented._by_ptx.clear()
@@ -251,7 +272,7 @@ def _summary(rows):
         q = statistics.quantiles(times, n=10) if len(times) > 2 else [times[0], times[-1]]
         median = statistics.median(times)
         extra = ""
-        if r["variant"] == "gwatch":
+        if r["variant"].startswith("gwatch"):
             extra = (f"{r['events']:>14} {r['dropped']:>8} {r['bytes'] / 1e6:>9.1f} "
                      f"{r['host_us'] / 1e3 + r['collect_ms']:>9.1f} ms "
                      f"{r['instrument_ms']:>8.1f} ms {r['again_ms']:>5.1f} ms")
@@ -272,12 +293,14 @@ def main():
     parser.add_argument("--proton", default="all", help="cases also traced by Proton ('none' for none)")
     parser.add_argument("--diagnose", default="none",
                         help="cases also timed with each diagnostic edit of the instrumentation (DIAGNOSTIC_EDITS)")
+    parser.add_argument("--scopes", default="",
+                        help="cases also traced with only some scopes, e.g. matmul-4096:101,attn-n4096-d128:101+103")
     parser.add_argument("--worker", choices=["gwatch", "proton", "diagnose"])
     args = parser.parse_args()
     if args.worker:
         names = args.cases.split(",")
         if args.worker == "gwatch":
-            worker_gwatch(names, args.rounds, args.iters)
+            worker_gwatch(names, args.rounds, args.iters, _scope_subsets(args.scopes))
         elif args.worker == "diagnose":
             worker_diagnose(names, args.rounds, args.iters)
         else:
@@ -299,7 +322,7 @@ def main():
             # Proton writes every event of every launch as JSON: far fewer launches keep it to minutes.
             iters = args.iters if worker != "proton" else max(3, args.iters // 5)
             command = [sys.executable, __file__, "--worker", worker, "--cases", ",".join(cases), "--rounds",
-                       str(args.rounds), "--iters", str(iters), "--out", args.out]
+                       str(args.rounds), "--iters", str(iters), "--out", args.out, "--scopes", args.scopes]
             # Rows are kept as they arrive, so a run cut short still leaves its numbers.
             with subprocess.Popen(command, stdout=subprocess.PIPE, text=True) as child:
                 for line in child.stdout:
@@ -311,7 +334,7 @@ def main():
             if child.returncode:
                 print(f"{worker} worker exited with status {child.returncode}", file=sys.stderr)
     order = {name: i for i, name in enumerate(["plain", "idle", "gwatch", "as-built", *DIAGNOSTIC_EDITS, "proton"])}
-    rows.sort(key=lambda r: (names.index(r["case"]), order[r["variant"]]))
+    rows.sort(key=lambda r: (names.index(r["case"]), order.get(r["variant"], order["gwatch"] + 0.5)))
     table = _summary(rows)
     print(table)
     with open(os.path.join(args.out, "overhead.json"), "w") as f:

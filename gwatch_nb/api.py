@@ -5,9 +5,10 @@ import datetime
 import platform
 import re
 import warnings
-from typing import Callable, Mapping
+from typing import Callable, Iterable, Mapping
 
 from .errors import GwatchWarning, NoMatchingKernelError, TraceFailedError
+from .scopes import chosen_scopes
 from .trace import Trace
 
 SUPPORTED_DSLS = ("triton",)
@@ -42,14 +43,15 @@ def _check_choices(dsl: str, tier: str) -> None:
         raise ValueError(f"instrumentation_tier={tier!r} is not supported; supported: {', '.join(SUPPORTED_TIERS)}")
 
 
-def _meta(tier: str, pattern: re.Pattern) -> dict:
+def _meta(tier: str, pattern: re.Pattern, scopes: frozenset | None) -> dict:
     from . import __version__
     try:
         import triton
         triton_version = triton.__version__
     except ImportError:
         triton_version = None
-    return {"tier": tier, "kernel_name_pattern": pattern.pattern, "gwatch_nb_version": __version__,
+    return {"tier": tier, "kernel_name_pattern": pattern.pattern,
+            "scopes_traced": None if scopes is None else sorted(scopes), "gwatch_nb_version": __version__,
             "triton_version": triton_version, "host": platform.node(),
             "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
 
@@ -64,17 +66,20 @@ def _describe_launched(launched: Mapping[str, int]) -> str:
 
 def do_trace(fn: Callable[[], object], kernel_name_pattern: str, dsl: str = "triton",
              scope_name_map: Mapping[int, str] | None = None, instrumentation_tier: str = "ptx",
-             capacity: int | None = None, launches="all") -> Trace:
+             capacity: int | None = None, launches="all", scopes: Iterable[int | str] | None = None) -> Trace:
     """Run ``fn()`` once and trace every launch of a kernel whose name matches
     ``kernel_name_pattern`` (``re.search``).
 
     ``instrumentation_tier``: ``"ptx"`` traces on the GPU; ``"interpreter"`` records host
     time under ``TRITON_INTERPRET=1`` (no GPU needed). ``capacity``: events per warp
     (default: sized from free GPU memory). ``launches``: ``"all"``, ``"first"`` or N.
+    ``scopes``: record only these scopes (ids, or names from ``scope_name_map``); the
+    other markers stay idle and cost nothing, so the kernel runs closer to its own speed.
 
     Raises NoMatchingKernelError (listing what did launch) when nothing matched, and
     TraceFailedError when matching launches could not be traced."""
-    session = start(kernel_name_pattern, dsl, instrumentation_tier, capacity, launches)
+    session = start(kernel_name_pattern, dsl, instrumentation_tier, capacity, launches,
+                    scopes=chosen_scopes(scopes, scope_name_map))
     try:
         fn()
     finally:
@@ -88,18 +93,19 @@ def do_trace(fn: Callable[[], object], kernel_name_pattern: str, dsl: str = "tri
 
 
 def start(kernel_name_pattern: str, dsl: str = "triton", instrumentation_tier: str = "ptx",
-          capacity: int | None = None, launches="all", on_instrument=None):
+          capacity: int | None = None, launches="all", on_instrument=None, scopes: frozenset | None = None):
     """Begin tracing (the first half of do_trace); raises before anything runs if tracing
-    cannot work. ``on_instrument(kernel_name)`` is told before a kernel is instrumented."""
+    cannot work. ``on_instrument(kernel_name)`` is told before a kernel is instrumented;
+    ``scopes``: the scope ids to record (``chosen_scopes``), None for all."""
     _check_choices(dsl, instrumentation_tier)
     pattern = compile_pattern(kernel_name_pattern)
     max_launches = parse_launches(launches)
     if instrumentation_tier == "interpreter":
         from .interpreter import InterpreterRecorder
-        session = InterpreterRecorder(pattern, max_launches)
+        session = InterpreterRecorder(pattern, max_launches, scopes)
     else:
         from .cuda.session import TraceSession
-        session = TraceSession(pattern, capacity, max_launches, on_instrument=on_instrument)
+        session = TraceSession(pattern, capacity, max_launches, on_instrument=on_instrument, scopes=scopes)
     session.tier = instrumentation_tier
     session.start()
     return session
@@ -120,6 +126,6 @@ def finish(session, scope_name_map: Mapping[int, str] | None = None) -> Trace:
             hint = " (on the interpreter tier, set TRITON_INTERPRET=1 before the kernels are defined)"
         raise NoMatchingKernelError(f"no launched kernel matched {session.pattern.pattern!r}; "
                                     f"{_describe_launched(session.launched)}{hint}")
-    trace = Trace(records, scope_name_map, _meta(session.tier, session.pattern))
+    trace = Trace(records, scope_name_map, _meta(session.tier, session.pattern, session.scopes))
     trace.meta["problems"] = problems
     return trace

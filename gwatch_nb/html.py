@@ -80,6 +80,8 @@ def _run_facts(trace: Trace) -> str:
              f"{int(launches['warps'].sum()):,} warps" if len(launches) else "0 warps",
              f"{len(trace.df):,} scope instances",
              f"time: {trace.meta['time_source']}"]
+    if trace.meta.get("scopes_traced") is not None:
+        facts.append(f"only scopes {', '.join(map(str, trace.meta['scopes_traced']))} traced")
     if trace.meta.get("created"):
         facts.append(f"recorded {trace.meta['created']}")
     return " · ".join(html.escape(f) for f in facts)

@@ -18,6 +18,7 @@ import numpy as np
 
 from .layout import make_tag
 from .records import WARP_DTYPE, LaunchRecords
+from .scopes import no_markers_message
 
 _active: "InterpreterRecorder | None" = None
 
@@ -48,9 +49,10 @@ class _Launch:
 class InterpreterRecorder:
     """Collects marker events of matching interpreted kernels between start() and stop()."""
 
-    def __init__(self, pattern: re.Pattern, max_launches: int | None = None):
+    def __init__(self, pattern: re.Pattern, max_launches: int | None = None, scopes: frozenset | None = None):
         self.pattern = pattern
         self.max_launches = max_launches
+        self.scopes = scopes  # scope ids recorded; None: all
         self.launched: dict[str, int] = {}  # every interpreted kernel seen launching, matching or not
         self.problems: dict[tuple[str, str], str] = {}  # (kind, kernel) -> one-line message
         self._launches: list[_Launch] = []
@@ -89,7 +91,7 @@ class InterpreterRecorder:
     def add(self, scope_id: int, is_end: bool) -> None:
         now = time.perf_counter_ns()
         launch = getattr(self._current, "launch", None)
-        if launch is None:
+        if launch is None or (self.scopes is not None and scope_id not in self.scopes):
             return
         from triton.runtime.interpreter import interpreter_builder
         launch.grid = tuple(interpreter_builder.grid_dim)
@@ -100,8 +102,7 @@ class InterpreterRecorder:
     def records(self) -> list[LaunchRecords]:
         for launch in self._launches:
             if not launch.times:
-                self.problems.setdefault(("no_markers", launch.kernel), f"{launch.kernel}: matched, but it has no "
-                                         "scope_start/scope_end markers")
+                self.problems.setdefault(("no_markers", launch.kernel), no_markers_message(launch.kernel, self.scopes))
         return [self._to_records(launch) for launch in self._launches if launch.times]
 
     @staticmethod

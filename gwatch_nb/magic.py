@@ -4,6 +4,9 @@
     %%gwatch -k ".*attn_fwd.*" -n 100=load_kv,101=dot_qk -o tr
     out = attention(q, k, v)
 
+(``-s dot_qk`` records only that scope: the fewer scopes traced, the closer the kernel
+runs to its untraced speed.)
+
 The cell runs once, through the shell, exactly as it would without the magic (its
 output, its variables, its last expression); the trace is stopped in a ``finally``, so
 an exception or an interrupt in the cell leaves nothing switched on."""
@@ -18,6 +21,7 @@ from IPython.display import display
 
 from . import api
 from .errors import GwatchError, NoMatchingKernelError, TraceFailedError
+from .scopes import chosen_scopes
 
 
 def unquote(text: str | None) -> str | None:
@@ -81,6 +85,8 @@ class GwatchMagics(Magics):
     @argument("-n", "--names", default="", help="scope names, e.g. 100=load_kv,101=dot_qk")
     @argument("-o", "--output", help="also store the Trace in this variable (it is always in _gwatch)")
     @argument("-c", "--capacity", type=int, help="events per warp (default: sized from free GPU memory)")
+    @argument("-s", "--scopes", help="record only these scopes, by id or by name from --names, e.g. 101,dot_pv "
+              "(the others cost nothing)")
     @argument("-l", "--launches", default="all", help="which matching launches to trace: first, all, or N")
     @argument("-t", "--tier", default="auto", choices=["auto", "ptx", "interpreter"],
               help="ptx: on the GPU; interpreter: host time under TRITON_INTERPRET=1; auto: the GPU if there is one")
@@ -95,8 +101,10 @@ class GwatchMagics(Magics):
             raise UsageError(f"-o needs a variable name, got {args.output!r}")
         progress = _Progress()
         try:
+            scopes = None if args.scopes is None else chosen_scopes(
+                [part for part in unquote(args.scopes).split(",") if part.strip()], names)
             session = api.start(args.kernel, "triton", resolve_tier(args.tier), args.capacity, args.launches,
-                                on_instrument=progress.instrumenting)
+                                on_instrument=progress.instrumenting, scopes=scopes)
         except (GwatchError, ValueError) as error:
             raise UsageError(str(error)) from None  # nothing ran: the cell must not half-run
         try:

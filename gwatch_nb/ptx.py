@@ -2,9 +2,11 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import tempfile
 from dataclasses import dataclass
+from typing import AbstractSet
 
 from . import _native
 
@@ -44,13 +46,21 @@ class PTXRewriteError(ValueError):
     """The PTX holds sentinels the rewriter cannot place (the message names the line)."""
 
 
-def instrument(ptx: str) -> InstrumentedPTX:
+# The comment Triton copies from a marker's inline asm (gwatch_nb/triton.py) into the PTX.
+SENTINEL = re.compile(r"// gwatch\.scope_(start|end) (\d+)")
+
+
+def instrument(ptx: str, scopes: AbstractSet[int] | None = None) -> InstrumentedPTX:
     """Rewrite every gwatch sentinel in a PTX module into a trace record.
 
     Every .entry of a module with sentinels gains three trailing parameters (the trace
     buffer, the capacity, the records per slot), a prologue and an epilogue; a module
     without sentinels comes back as the very same string. ``sites`` are in the module's
-    order: a record names its first marker by its index there."""
+    order: a record names its first marker by its index there. With ``scopes``, only
+    the markers of those scope ids are rewritten; the others stay idle markers, which
+    ptxas compiles to nothing."""
+    if scopes is not None:
+        ptx = untraced_outside(ptx, scopes)
     try:
         text, sites, entries = _native.instrument(ptx)
     except ValueError as error:
@@ -62,6 +72,15 @@ def instrument(ptx: str) -> InstrumentedPTX:
                     for e, sid, end, line, reading, record_events in sites),
         entries=entry_list,
     )
+
+
+def untraced_outside(ptx: str, scopes: AbstractSet[int]) -> str:
+    """The PTX with the sentinels of scope ids outside ``scopes`` renamed, so the
+    rewriter passes them by."""
+    def rename(match: re.Match) -> str:
+        kind, scope_id = match.groups()
+        return match.group(0) if int(scope_id) in scopes else f"// gwatch untraced {kind} {scope_id}"
+    return SENTINEL.sub(rename, ptx)
 
 
 def ptxas_path(capability: int = 90) -> str:

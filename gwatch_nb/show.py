@@ -172,6 +172,7 @@ def _header(trace: Trace, selection: Selection, selected: pd.DataFrame, launch: 
     launches = trace.launches
     return {
         "tier": trace.meta.get("tier"), "time_source": trace.meta.get("time_source"),
+        "scopes_traced": trace.meta.get("scopes_traced"),
         "kernels": sorted(set(launches["kernel"])) if len(launches) else [],
         "launches": launches.to_dict("records"),
         "scopes": [{"scope_id": int(sid), "scope": trace.scope_name(sid)}
@@ -452,6 +453,9 @@ def _format_header(h: dict, style: _Style) -> list[str]:
     lines = [f"{', '.join(h['kernels']) or 'no kernel'}{dot}{len(h['launches'])} launch(es){dot}"
              f"{h['scope_instances']:,} scope instances{dot}{len(h['scopes'])} scopes: {scopes}",
              f"tier {h['tier']}: {h['time_source']}"]
+    if h["scopes_traced"] is not None:
+        lines.append(f"only scopes {', '.join(map(str, h['scopes_traced']))} were traced; the kernel's other markers "
+                     "were left idle")
     shown = h["launches"][:8]
     for launch in shown:
         dropped = launch["events_dropped"]

@@ -1,5 +1,9 @@
-"""Compile Triton kernels to PTX for sm_90 on a machine without a GPU."""
+"""Compile Triton kernels to PTX for sm_90 on a machine without a GPU, and read back the
+SASS that Triton's ptxas makes of PTX."""
 import functools
+import os
+import subprocess
+import tempfile
 
 import triton
 from triton.backends.compiler import GPUTarget
@@ -20,3 +24,14 @@ def compile_ptx(fn, signature: dict, constexprs: dict | None = None, num_warps: 
     signature = dict(signature, **{name: "constexpr" for name in constexprs})
     kernel = _compile(fn, tuple(signature.items()), tuple(constexprs.items()), num_warps, num_stages)
     return kernel.asm["ptx"]
+
+
+def sass_listing(ptx_text: str) -> str:
+    """cuobjdump's SASS listing of the PTX assembled for sm_90a by Triton's ptxas."""
+    from gwatch_nb import ptx
+    cuobjdump = os.path.join(os.path.dirname(ptx.ptxas_path(90)), "cuobjdump")
+    with tempfile.TemporaryDirectory() as folder:
+        cubin = os.path.join(folder, "k.cubin")
+        with open(cubin, "wb") as f:
+            f.write(ptx.assemble(ptx_text))
+        return subprocess.run([cuobjdump, "-sass", cubin], capture_output=True, text=True, check=True).stdout

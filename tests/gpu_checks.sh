@@ -2,7 +2,7 @@
 # Everything that needs an NVIDIA GPU, in one go, for a lent GPU machine with no network:
 # build in place, the GPU tests, the memory and race checkers, and (with --bench) the
 # overhead benchmark. Logs and results go under $OUT (default: gpu-out).
-#   bash tests/gpu_checks.sh [--bench PROTON_CASES DIAGNOSE_CASES]
+#   bash tests/gpu_checks.sh [--bench PROTON_CASES DIAGNOSE_CASES [CASE:ID+ID,...]]
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-gpu-out}
@@ -13,7 +13,7 @@ if [ -d .whl ]; then  # packages the machine lacks (altair, anywidget, ipython),
   python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site
 fi
 if [ "${1:-}" = --bench ]; then
-  python3 bench/overhead.py --cases all --proton "$2" --diagnose "$3" --rounds 3 --iters 20 --out "$OUT/bench" 2>&1 | grep -v "^Warning (cta"
+  python3 bench/overhead.py --cases all --proton "$2" --diagnose "$3" --scopes "${4:-}" --rounds 3 --iters 20 --out "$OUT/bench" 2>&1 | grep -v "^Warning (cta"
   exit
 fi
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader

@@ -196,3 +196,20 @@ def test_export_to_an_unknown_format_gives_one_line(fixture_path, tmp_path, caps
     assert main(["export", fixture_path("matmul_h200.json"), str(tmp_path / "out.csv")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "supported: .perfetto.json" in err
+
+
+def test_a_trace_of_some_scopes_says_so_in_every_report(fixture_path, tmp_path, capsys):
+    trace = gwatch_nb.load(fixture_path("matmul_h200.json"))
+    trace.to_html(tmp_path / "all.html")
+    assert "only scopes" not in (tmp_path / "all.html").read_text()
+    trace.meta["scopes_traced"] = [101]
+    trace.save(tmp_path / "some.json")
+    assert main(["show", str(tmp_path / "some.json"), "--stats"]) == 0
+    assert "only scopes 101 were traced; the kernel's other markers were left idle" in capsys.readouterr().out
+    assert show_json(capsys, tmp_path / "some.json", "--stats")["runs"][0]["header"]["scopes_traced"] == [101]
+    again = gwatch_nb.load(tmp_path / "some.json")
+    again.to_html(tmp_path / "some.html")
+    assert "only scopes 101 traced" in (tmp_path / "some.html").read_text()
+    again.to_perfetto(tmp_path / "some.perfetto.json")
+    about = json.loads((tmp_path / "some.perfetto.json").read_text())["metadata"]["gwatch-nb"]["runs"]
+    assert about[0]["scopes_traced"] == [101]

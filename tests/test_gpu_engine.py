@@ -9,7 +9,7 @@ torch = pytest.importorskip("torch")
 
 import attention
 import matmul
-from gwatch_nb import GwatchWarning, NoMatchingKernelError, do_trace
+from gwatch_nb import GwatchWarning, NoMatchingKernelError, TraceFailedError, do_trace
 from gwatch_nb.cuda import driver
 
 pytestmark = pytest.mark.gpu
@@ -69,6 +69,25 @@ def test_attention_trace_is_exact_and_complete(causal, head_dim):
     assert trace.events_dropped == 0 and trace.warnings == []
     assert set(trace.df.scope.cat.categories) == set(attention.SCOPES.values())
     _check_inside_warp_lifetimes(trace)
+
+
+def test_only_the_chosen_scopes_are_traced_and_the_others_cost_nothing():
+    torch.manual_seed(2)
+    q, k, v = (torch.randn(1, 2, 1024, 64, device="cuda", dtype=torch.float16) for _ in range(3))
+    expected = attention.attention(q, k, v)
+    out = {}
+    trace = do_trace(lambda: out.setdefault("o", attention.attention(q, k, v)), r"attn_fwd",
+                     scope_name_map=attention.SCOPES, scopes=["dot_qk", "dot_pv"])
+    assert torch.equal(out["o"], expected)
+    assert trace.meta["scopes_traced"] == [101, 103]
+    # Two of the four scopes: half the events of every warp, nothing dropped.
+    assert (trace.warps.events == attention.events_per_warp(1024) // 2).all()
+    assert trace.events_dropped == 0 and trace.warnings == []
+    counts = trace.df.groupby("scope", observed=True).size().to_dict()
+    assert counts == {"dot_qk": len(trace.warps) * 16, "dot_pv": len(trace.warps) * 16}
+    _check_inside_warp_lifetimes(trace)
+    with pytest.raises(TraceFailedError, match=r"none of its markers is of the scopes traced \(7\)"):
+        do_trace(lambda: attention.attention(q, k, v), r"attn_fwd", scopes=[7])
 
 
 def test_kernels_compiled_before_and_during_the_trace_are_both_found():

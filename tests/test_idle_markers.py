@@ -3,16 +3,13 @@ markers and without them, to the very same SASS instructions (sm_90a, Triton's o
 ptxas and cuobjdump; only debug line tables differ)."""
 import os
 import re
-import subprocess
 import sys
-import tempfile
 
 import pytest
 
 import softmax
-from compile_kernels import compile_ptx
+from compile_kernels import compile_ptx, sass_listing
 from corpus import CASES, Case
-from gwatch_nb import ptx
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench"))
 from variants import without_markers  # noqa: E402
@@ -25,12 +22,7 @@ EXAMPLES = [c for c in CASES if c.name in ("matmul", "attention fwd d64", "atten
 
 
 def _sass_instructions(ptx_text: str) -> list[str]:
-    cuobjdump = os.path.join(os.path.dirname(ptx.ptxas_path(90)), "cuobjdump")
-    with tempfile.TemporaryDirectory() as folder:
-        cubin = os.path.join(folder, "k.cubin")
-        with open(cubin, "wb") as f:
-            f.write(ptx.assemble(ptx_text))
-        listing = subprocess.run([cuobjdump, "-sass", cubin], capture_output=True, text=True, check=True).stdout
+    listing = sass_listing(ptx_text)
     return [" ".join(m.group(1).split()) for m in re.finditer(r"/\*[0-9a-f]{4}\*/\s+([^;]*);", listing)]
 
 

@@ -102,28 +102,31 @@ def _keep_for_report(source: KernelSource, text: str) -> str:
 
 
 _lock = threading.Lock()
-_by_ptx: dict[tuple[int, str], InstrumentedKernel | None] = {}  # (context, sha of original PTX)
+# (context, sha of original PTX, scope ids traced or None for all) -> the loaded copy
+_by_ptx: dict[tuple[int, str, frozenset | None], InstrumentedKernel | None] = {}
 
 
-def instrument_kernel(context: int, original_handle: int, source: KernelSource) -> InstrumentedKernel | None:
-    """The instrumented copy of a kernel in this context; None when its PTX has no markers.
+def instrument_kernel(context: int, original_handle: int, source: KernelSource,
+                      scopes: frozenset | None = None) -> InstrumentedKernel | None:
+    """The instrumented copy of a kernel in this context, its markers of ``scopes`` (all
+    when None) traced; None when its PTX has no such markers.
 
     Raises TraceFailedError (with the kept PTX's path) when the rewrite, ptxas or the
     module load fails."""
-    key = (context, source.digest)
+    key = (context, source.digest, scopes)
     with _lock:
         if key not in _by_ptx:
-            _by_ptx[key] = _build(source)
+            _by_ptx[key] = _build(source, scopes)
         kernel = _by_ptx[key]
     if kernel is not None:
         driver.copy_attributes(original_handle, kernel.function)
     return kernel
 
 
-def _build(source: KernelSource) -> InstrumentedKernel | None:
+def _build(source: KernelSource, scopes: frozenset | None) -> InstrumentedKernel | None:
     began = time.perf_counter()
     try:
-        rewritten = ptx_rewrite.instrument(source.ptx)
+        rewritten = ptx_rewrite.instrument(source.ptx, scopes)
     except ptx_rewrite.PTXRewriteError as error:
         raise TraceFailedError(f"{source.name}: cannot instrument its PTX ({error})") from None
     if not rewritten.changed:

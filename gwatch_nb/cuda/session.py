@@ -20,6 +20,7 @@ import numpy as np
 
 from .. import layout, records
 from ..errors import GwatchError
+from ..scopes import no_markers_message
 from ..sources import TritonSources
 from . import cupti, driver
 from .instrumented import InstrumentedKernel, instrument_kernel
@@ -119,12 +120,13 @@ class TraceSession:
     """Trace matching launches between start() and stop(); records() gives what they left."""
 
     def __init__(self, pattern: re.Pattern, capacity: int | None = None, max_launches: int | None = None,
-                 on_instrument=None):
+                 on_instrument=None, scopes: frozenset | None = None):
         if capacity is not None and capacity < 2:
             raise ValueError("capacity must be at least 2 events per warp")
         self.pattern = pattern
         self.capacity = None if capacity is None else (int(capacity) + 1) & ~1
         self.max_launches = max_launches
+        self.scopes = scopes  # scope ids whose markers are traced; None: all
         self.on_instrument = on_instrument  # told the kernel's name before a (slow) first instrumentation
         self.launched: Counter[str] = Counter()  # every kernel that launched, matching or not
         self.problems: dict[tuple[str, str], str] = {}  # (kind, kernel) -> one-line message
@@ -270,14 +272,14 @@ class TraceSession:
         if self.on_instrument is not None:
             self.on_instrument(name)
         try:
-            kernel = instrument_kernel(context, function, source)
+            kernel = instrument_kernel(context, function, source, self.scopes)
         except GwatchError as error:
             self._skip.add((context, function))
             self._note("instrument", name, str(error))
             return None
         if kernel is None:
             self._skip.add((context, function))
-            self._note("no_markers", name, f"{name}: matched, but it has no scope_start/scope_end markers")
+            self._note("no_markers", name, no_markers_message(name, self.scopes))
         else:
             self._ready[(context, function)] = kernel
         return kernel

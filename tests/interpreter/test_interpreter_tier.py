@@ -45,3 +45,28 @@ def test_matching_kernel_without_markers_is_a_clear_failure():
         do_trace(lambda: vector_add[(1,)](x, x, out, 1000, BLOCK=1024), r"^vector_add$",
                  instrumentation_tier="interpreter")
     assert torch.equal(out, x + x)
+
+
+def test_only_the_chosen_scopes_are_recorded():
+    q = torch.randn(1, 1, 256, 64, dtype=torch.float16)
+    run = lambda: attention.attention(q, q, q)  # noqa: E731
+    every = do_trace(run, r"attn_fwd", scope_name_map=attention.SCOPES, instrumentation_tier="interpreter")
+    chosen = do_trace(run, r"attn_fwd", scope_name_map=attention.SCOPES, instrumentation_tier="interpreter",
+                      scopes=["dot_qk", 103])
+    assert chosen.meta["scopes_traced"] == [101, 103] and every.meta["scopes_traced"] is None
+    assert set(chosen.df.scope_id) == {101, 103}
+    expected = every.df[every.df.scope_id.isin([101, 103])]
+    assert len(chosen.df) == len(expected) > 0
+    assert chosen.df.groupby("scope_id").seq.max().to_dict() == expected.groupby("scope_id").seq.max().to_dict()
+
+
+def test_scopes_that_match_no_marker_are_a_clear_failure():
+    from gwatch_nb import TraceFailedError
+    q = torch.randn(1, 1, 128, 64, dtype=torch.float16)
+    with pytest.raises(TraceFailedError, match=r"attn_fwd: matched, but none of its markers is of the scopes "
+                                               r"traced \(7, 999\); it ran untraced"):
+        do_trace(lambda: attention.attention(q, q, q), r"attn_fwd", instrumentation_tier="interpreter",
+                 scopes=[999, 7])
+    with pytest.raises(ValueError, match="scope 'dot' is neither a scope id nor a scope name"):
+        do_trace(lambda: attention.attention(q, q, q), r"attn_fwd", instrumentation_tier="interpreter",
+                 scopes=["dot"])

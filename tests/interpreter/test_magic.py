@@ -50,6 +50,13 @@ def test_cell_runs_as_usual_and_the_trace_is_kept(shell):
     assert interpreter._active is None
 
 
+def test_scopes_option_records_only_those_scopes(shell):
+    result, _ = run(shell, '-k attn_fwd -n 101=dot_qk,103=dot_pv -s dot_qk,103 -o chosen --no-widget')
+    assert result.success
+    trace = shell.user_ns["chosen"]
+    assert set(trace.df.scope_id) == {101, 103} and trace.meta["scopes_traced"] == [101, 103]
+
+
 def test_widget_and_charts_are_displayed(shell):
     _, captured = run(shell, "-k attn_fwd")
     kinds = [type(o).__name__ for o in captured.outputs]
@@ -81,6 +88,9 @@ def test_nothing_matching_names_the_kernels_that_launched(shell):
     ("-k attn -l sometimes", "launches must be 'first', 'all' or a positive integer"),
     ("-k attn -t sass", "invalid choice"),
     ("-k attn(", "is not a regular expression"),
+    ("-k attn -n 101=dot_qk -s dot_pv", r"scope 'dot_pv' is neither a scope id nor a scope name \(names known: dot_qk\)"),
+    ("-k attn -s 40000", r"scope id 40000 is out of range"),
+    ("-k attn -s ,", "scopes names no scope"),
 ])
 def test_bad_options_are_usage_errors(shell, line, message):
     with pytest.raises(UsageError, match=message):
