@@ -31,3 +31,7 @@ class ArchiveError(GwatchError, ValueError):
 
 class GwatchWarning(UserWarning):
     """Dropped events or unpaired markers in a trace."""
+
+
+class SassRewriteError(GwatchError):
+    """A cubin could not be read, decoded or rewritten; names the kernel and the reason."""
