@@ -243,3 +243,163 @@ def test_encoders_reproduce_ptxas_bits(ptxas_instructions):
     assert len(registers) >= 240, f"only {len(registers)} distinct registers in the forms ptxas emitted"
     # P0..P6 all used, and nearly all of them negated somewhere
     assert {f"P{i}" for i in range(7)} <= predicates and len(predicates) >= 13, sorted(predicates)
+
+
+# ---------------------------------------------------------------- nvdisasm reads back what ptxas never wrote
+
+def _disassemble(words: list[E.Words]) -> list[str]:
+    """nvdisasm's text of raw instructions, one call for all."""
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "raw.bin")
+        with open(path, "wb") as f:
+            f.write(b"".join(w.raw for w in words))
+        proc = subprocess.run([NVDISASM, "-b", "SM90a", path], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr.strip()
+    lines = re.findall(r"/\*[0-9a-f]{4,}\*/\s+(.*?)\s*;?\s*$", proc.stdout, re.M)
+    return [line.rstrip(" ;") for line in lines]
+
+
+GUARDS = [None] + [E.Pred(i) for i in range(7)] + [E.Pred(i, negated=True) for i in range(7)] + [E.NOT_PT]
+
+
+def _guard_text(guard) -> str:
+    return "" if guard is None else f"@{guard} "
+
+
+def _imad_immediate(value: int) -> str:
+    """IMAD's immediate as nvdisasm prints it: signed."""
+    return f"{value - (1 << 32):#x}" if value >= 1 << 31 else f"{value:#x}"
+
+
+def _constant(bank: int, offset: int) -> str:
+    """LDC's constant address as nvdisasm prints it (offset 0 shows the RZ index)."""
+    return f"c[{bank:#x}][{offset:#x}]" if offset else f"c[{bank:#x}][RZ]"
+
+
+def _r(i: int) -> E.Reg:
+    """R0..R254, then RZ, round and round."""
+    return E.Reg(i % 256)
+
+
+def _round_trip_cases():
+    """(words, the text nvdisasm must print) over every register, predicate, width and form."""
+    cases = []
+
+    def add(words, text, guard=None):
+        cases.append((words, _guard_text(guard) + text))
+
+    for i in range(256):
+        rd, ra, rb, rc, g = _r(i), _r(i + 7), _r(i + 101), _r(i + 200), GUARDS[i % len(GUARDS)]
+        p, q = E.Pred(i % 7), E.Pred((i + 3) % 7)
+        add(E.cs2r(rd, ("SR_CLOCKLO", "SR_GLOBALTIMERLO")[i % 2], wide=False, guard=g),
+            f"CS2R.32 {rd}, {('SR_CLOCKLO', 'SR_GLOBALTIMERLO')[i % 2]}", g)
+        add(E.s2r(rd, list(E.SPECIAL_REGISTERS)[i % len(E.SPECIAL_REGISTERS)], guard=g),
+            f"S2R {rd}, {list(E.SPECIAL_REGISTERS)[i % len(E.SPECIAL_REGISTERS)]}", g)
+        add(E.iadd3(rd, ra, rb, rc, guard=g), f"IADD3 {rd}, {ra}, {rb}, {rc}", g)
+        add(E.iadd3(rd, ra, i * 0x1234567 % 0x7FFFFFFF, carry_out=p, guard=g),
+            f"IADD3 {rd}, {p}, {ra}, {i * 0x1234567 % 0x7FFFFFFF:#x}, RZ", g)
+        add(E.iadd3(rd, ra, E.UReg(i % 64), rc, carry_out=p, second_carry_out=q),
+            f"IADD3 {rd}, {p}, {q}, {ra}, {E.UReg(i % 64)}, {rc}")
+        add(E.iadd3_x(rd, ra, rb, rc, p, guard=g), f"IADD3.X {rd}, {ra}, {rb}, {rc}, {p}, !PT", g)
+        add(E.iadd3_x(rd, ra, rb, rc, E.Pred(i % 7, negated=True), q),
+            f"IADD3.X {rd}, {ra}, {rb}, {rc}, !{p}, {q}")
+        add(E.viadd(rd, ra, i * 0x10001, guard=g), f"VIADD {rd}, {ra}, {i * 0x10001:#x}", g)
+        add(E.imad_x(rd, E.RZ, E.RZ, ra, p, guard=g), f"IMAD.X {rd}, RZ, RZ, {ra}, {p}", g)
+        add(E.imad_mov_u32(rd, ra, guard=g), f"IMAD.MOV.U32 {rd}, RZ, RZ, {ra}", g)
+        add(E.imad_mov_u32(rd, i * 0x3001, guard=g), f"IMAD.MOV.U32 {rd}, RZ, RZ, {i * 0x3001:#x}", g)
+        add(E.mov(rd, ra, guard=g), f"MOV {rd}, {ra}", g)
+        add(E.mov(rd, i * 0x777, guard=g), f"MOV {rd}, {i * 0x777:#x}", g)
+        add(E.mov(rd, E.UReg(i % 63), guard=g), f"MOV {rd}, UR{i % 63}", g)
+        add(E.ldc(rd, 4 * i, bank=i % 32, guard=g), f"LDC {rd}, {_constant(i % 32, 4 * i)}", g)
+        add(E.isetp(p, list(E.COMPARISONS)[i % 8], ra, rb, unsigned=i % 2 == 0, op=list(E.BOOLEAN_OPS)[i % 3],
+                    combine=E.Pred((i + 2) % 8, negated=i % 5 == 0), guard=g),
+            f"ISETP.{list(E.COMPARISONS)[i % 8]}{'.U32' if i % 2 == 0 else ''}.{list(E.BOOLEAN_OPS)[i % 3]} "
+            f"{p}, PT, {ra}, {rb}, {E.Pred((i + 2) % 8, negated=i % 5 == 0)}", g)
+        add(E.isetp(p, ("GE", "LT", "NE")[i % 3], ra, i * 0x101, guard=g),
+            f"ISETP.{('GE', 'LT', 'NE')[i % 3]}.U32.AND {p}, PT, {ra}, {i * 0x101:#x}, PT", g)
+        add(E.isetp(p, "GE", ra, E.UReg(i % 64)), f"ISETP.GE.U32.AND {p}, PT, {ra}, {E.UReg(i % 64)}, PT")
+        add(E.stg(E.Reg(2 * (i % 128) if i % 128 < 127 else 255), rd, offset=4 * (i - 128), desc=E.UReg(2 * (i % 31)),
+                  guard=g),
+            f"STG.E desc[UR{2 * (i % 31)}][{E.Reg(2 * (i % 128) if i % 128 < 127 else 255)}.64"
+            f"{'' if i == 128 else f'+{4 * (i - 128):#x}'.replace('+-0x', '+-0x')}], {rd}", g)
+    for i in range(128):
+        pair, g = E.Reg(2 * i if i < 127 else 255), GUARDS[i % len(GUARDS)]
+        add(E.cs2r(pair, ("SR_CLOCKLO", "SR_GLOBALTIMERLO")[i % 2], guard=g),
+            f"CS2R {pair}, {('SR_CLOCKLO', 'SR_GLOBALTIMERLO')[i % 2]}", g)
+        add(E.stg(_r(2 * i + 4) if i < 125 else E.Reg(2), pair, offset=-8 * i, width=64, guard=g,
+                  eviction=list(E.EVICTIONS)[i % 6]),
+            f"STG.E{'.' if i % 6 != 1 else ''}{list(E.EVICTIONS)[i % 6]}.64 desc[UR4]"
+            f"[{_r(2 * i + 4) if i < 125 else 'R2'}.64{f'+-{8 * i:#x}' if i else ''}], {pair}", g)
+        add(E.imad_wide_u32(pair, _r(i + 9), 1 << (i % 32), _r(2 * i + 2) if i < 126 else E.RZ, guard=g),
+            f"IMAD.WIDE.U32 {pair}, {_r(i + 9)}, {_imad_immediate(1 << (i % 32))}, {_r(2 * i + 2) if i < 126 else 'RZ'}", g)
+        add(E.ldc(pair, 8 * i, wide=True, guard=g), f"LDC.64 {pair}, {_constant(0, 8 * i)}", g)
+        add(E.lea(_r(i + 50), _r(i + 1), E.UReg(i % 63), i % 32, carry_out=E.Pred(i % 7), guard=g),
+            f"LEA {_r(i + 50)}, P{i % 7}, {_r(i + 1)}, UR{i % 63}, {i % 32:#x}", g)
+        add(E.lea_hi_x(_r(i + 51), _r(i + 1), _r(i + 90), _r(i + 3), i % 32, E.Pred(i % 7), guard=g),
+            f"LEA.HI.X {_r(i + 51)}, {_r(i + 1)}, {_r(i + 90)}, {_r(i + 3)}, {i % 32:#x}, P{i % 7}", g)
+    for i in range(64):
+        quad, g = E.Reg(4 * i if i < 63 else 255), GUARDS[i % len(GUARDS)]
+        add(E.stg(E.Reg(2 * i), quad, offset=16 * i, width=128, desc=E.UReg(2 * (i % 31)), guard=g),
+            f"STG.E.128 desc[UR{2 * (i % 31)}][R{2 * i}.64{f'+{16 * i:#x}' if i else ''}], {quad}", g)
+        add(E.s2ur(E.UReg(i), "SR_CTAID.X"), f"S2UR {E.UReg(i)}, SR_CTAID.X")
+        add(E.umov(E.UReg(i), i * 0x100), f"UMOV {E.UReg(i)}, {i * 0x100:#x}")
+        add(E.umov(E.UReg(i), E.UReg(63 - i)), f"UMOV {E.UReg(i)}, {E.UReg(63 - i)}")
+        add(E.uldc(E.UReg(i), 4 * i + 0x210), f"ULDC {E.UReg(i)}, c[0x0][{4 * i + 0x210:#x}]")
+        if i % 2 == 0 and i < 62:
+            add(E.uldc(E.UReg(i), 8 * i, wide=True), f"ULDC.64 {E.UReg(i)}, c[0x0][{8 * i:#x}]")
+        add(E.nop(guard=g), "NOP", g)
+    return cases
+
+
+def test_round_trip_through_nvdisasm():
+    cases = _round_trip_cases()
+    texts = _disassemble([words for words, _ in cases])
+    assert len(texts) == len(cases)
+    wrong = [f"expected {want!r}, nvdisasm read {got!r}" for (_, want), got in zip(cases, texts) if want != got]
+    assert not wrong, f"{len(wrong)} of {len(cases)}:\n" + "\n".join(wrong[:30])
+
+
+def test_control_fields_land_in_the_top_23_bits_only():
+    control = Control(stall=13, yield_=True, write_barrier=2, read_barrier=5, wait_mask=0x2A, reuse=0b1010)
+    for plain, scheduled in ((E.cs2r(E.Reg(6)), E.cs2r(E.Reg(6), control=control)),
+                             (E.stg(E.Reg(2), E.Reg(8), width=128, guard=E.Pred(3)),
+                              E.stg(E.Reg(2), E.Reg(8), width=128, guard=E.Pred(3), control=control))):
+        assert scheduled.low == plain.low
+        assert scheduled.high >> 41 == control.bits
+        assert scheduled.high & ((1 << 41) - 1) == plain.high & ((1 << 41) - 1)
+        assert Control.from_high(scheduled.high) == control
+
+
+@pytest.mark.parametrize("build, message", [
+    (lambda: E.Reg(256), "register R256 out of range"),
+    (lambda: E.UReg(64), "uniform register UR64 out of range"),
+    (lambda: E.Pred(8), "predicate P8 out of range"),
+    (lambda: E.cs2r(E.Reg(5)), "CS2R destination R5 must be a multiple of 2"),
+    (lambda: E.cs2r(E.Reg(254)), "CS2R destination R254 leaves no room for 2 registers"),
+    (lambda: E.cs2r(E.Reg(4), "SR_TID.X"), "unknown special register 'SR_TID.X'"),
+    (lambda: E.s2r(E.Reg(4), "SR_SMID"), "unknown special register 'SR_SMID'"),
+    (lambda: E.s2r(E.UReg(4), "SR_LANEID"), "S2R destination must be a register"),
+    (lambda: E.iadd3(E.Reg(1), E.Reg(2), 1 << 32), "IADD3 immediate 4294967296 does not fit in 32 bits"),
+    (lambda: E.iadd3(E.Reg(1), E.Reg(2), E.Reg(3), carry_out=E.Pred(0, negated=True)), "cannot be negated"),
+    (lambda: E.imad(E.Reg(1), E.Reg(2), 3, 4), "IMAD takes at most one immediate or uniform source"),
+    (lambda: E.imad_wide_u32(E.Reg(2), E.Reg(4), 8, E.Reg(3)), "IMAD c R3 must be a multiple of 2"),
+    (lambda: E.isetp(E.Pred(0), "GEU", E.Reg(1), 2), "unknown ISETP comparison 'GEU'"),
+    (lambda: E.isetp(E.Pred(0), "GE", E.Reg(1), 2, op="NAND"), "unknown ISETP boolean op 'NAND'"),
+    (lambda: E.stg(E.Reg(3), E.Reg(4)), "STG address R3 must be a multiple of 2"),
+    (lambda: E.stg(E.Reg(2), E.Reg(6), width=128), "STG data R6 must be a multiple of 4"),
+    (lambda: E.stg(E.Reg(2), E.Reg(4), width=16), "STG width 16 must be 32, 64 or 128 bits"),
+    (lambda: E.stg(E.Reg(2), E.Reg(4), offset=1 << 23), "STG offset 8388608 does not fit in 24 signed bits"),
+    (lambda: E.stg(E.Reg(2), E.Reg(4), offset=4, width=64), "STG offset 0x4 is not a multiple of 8 bytes"),
+    (lambda: E.stg(E.Reg(2), E.Reg(4), eviction="CS"), "unknown STG eviction hint 'CS'"),
+    (lambda: E.stg(E.Reg(2), E.Reg(4), desc=E.UReg(5)), "STG descriptor UR5 must be a multiple of 2"),
+    (lambda: E.ldc(E.Reg(2), 0x8000), "constant offset 32768 does not fit in 16 signed bits"),
+    (lambda: E.ldc(E.Reg(2), 0x214, wide=True), "constant offset 0x214 is not a multiple of 8 bytes"),
+    (lambda: E.ldc(E.Reg(2), 0x210, bank=32), "constant bank 32 out of range"),
+    (lambda: E.uldc(E.UReg(3), 0x210, wide=True), "ULDC destination UR3 must be a multiple of 2"),
+    (lambda: E.umov(E.UReg(3), E.Reg(1)), "UMOV source must be a uniform register or an immediate"),
+    (lambda: E.lea(E.Reg(1), E.Reg(2), E.Reg(3), 32), "LEA shift 32 out of range"),
+])
+def test_out_of_range_operands_are_refused_in_one_line(build, message):
+    with pytest.raises(E.EncodingError) as error:
+        build()
+    assert message in str(error.value) and "\n" not in str(error.value)
