@@ -437,3 +437,99 @@ def test_encoders_reproduce_the_probe_forms_in_real_triton_kernels():
                                   f"ours {words.low:#018x} {words.high:#018x}")
     assert not mismatches, f"{len(mismatches)} of {seen}:\n" + "\n".join(mismatches[:20])
     assert seen > 3000
+
+
+# ---------------------------------------------------------------- our words in ptxas's kernel, on the GPU
+
+SWAP_KERNEL = HEADER + """.visible .entry swaps(.param .u64 out)
+{
+.reg .b64 %d<8>; .reg .b32 %r<8>; .reg .pred %p<2>;
+ld.param.u64 %d0, [out];
+mov.u32 %r1, %tid.x;
+mul.wide.u32 %d1, %r1, 64;
+add.s64 %d2, %d0, %d1;
+mov.u32 %r2, %laneid;
+st.global.u32 [%d2], %r2;
+mov.u64 %d3, %clock64;
+st.global.u64 [%d2+8], %d3;
+mov.u64 %d4, %globaltimer;
+st.global.u64 [%d2+16], %d4;
+add.u32 %r3, %r1, 1000;
+st.global.u32 [%d2+24], %r3;
+setp.ge.u32 %p1, %r1, 40;
+@%p1 st.global.u32 [%d2+28], %r1;
+st.global.u32 [%d2+32], 0x12345;
+ret;
+}
+"""
+# Each instruction of ptxas's kernel matching the left is replaced, in place and with ptxas's own
+# control bits, by our encoding of the right: the kernel then stores the thread id instead of
+# the lane id, the global timer instead of the SM clock, tid + 2000 instead of tid + 1000, stores
+# below the bound instead of above it, and 0x54321 four bytes further on (evict-first).
+SWAPS = [(r"S2R (R\d+), SR_LANEID", r"S2R \1, SR_TID.X"),
+         (r"CS2R (R\d+), SR_CLOCKLO", r"CS2R \1, SR_GLOBALTIMERLO"),
+         (r"VIADD (R\d+), (R\d+), 0x3e8", r"VIADD \1, \2, 0x7d0"),
+         (r"ISETP\.GE\.U32\.AND (P\d), PT, (R\d+), 0x28, PT", r"ISETP.LT.U32.AND \1, PT, \2, 0x28, PT"),
+         (r"(IMAD\.MOV\.U32 R\d+, RZ, RZ|MOV R\d+), 0x12345", r"\1, 0x54321"),
+         (r"STG\.E desc\[(UR\d+)\]\[(R\d+)\.64\+0x20\], (R\d+)", r"STG.E.EF desc[\1][\2.64+0x24], \3")]
+
+
+def _swapped_kernel() -> tuple[bytes, list[str]]:
+    """ptxas's cubin of SWAP_KERNEL with SWAPS applied, and the listing it should now have."""
+    cubin = ptx.assemble(SWAP_KERNEL)
+    listing, expected = _listing(cubin), []
+    patched = bytearray(cubin)
+    for text, low, high in listing:
+        plain = text.replace(".reuse", "")
+        hits = [(pattern, new) for pattern, new in SWAPS if re.fullmatch(pattern, plain)]
+        if not hits:
+            expected.append(plain)
+            continue
+        (pattern, new), = hits
+        new_text = re.sub(pattern, new, plain)
+        words = _encode_from_text(new_text, Control.from_high(high))
+        old = low.to_bytes(8, "little") + high.to_bytes(8, "little")
+        assert patched.count(old) == 1, f"{text} occurs {patched.count(old)} times in the cubin"
+        at = patched.index(old)
+        patched[at:at + 16] = words.raw
+        expected.append(new_text)
+    swapped = {p for p, _ in SWAPS if any(re.fullmatch(p, t.replace(".reuse", "")) for t, _, _ in listing)}
+    assert swapped == {p for p, _ in SWAPS}, f"ptxas emitted no instruction for {set(p for p, _ in SWAPS) - swapped}"
+    return bytes(patched), expected
+
+
+def test_swapped_kernel_disassembles_to_the_swapped_text():
+    cubin, expected = _swapped_kernel()
+    assert [text.replace(".reuse", "") for text, _, _ in _listing(cubin)] == expected
+
+
+@pytest.mark.gpu
+def test_swapped_instructions_do_on_the_gpu_what_their_text_says():
+    import ctypes
+
+    torch = pytest.importorskip("torch")
+    from cuda.bindings import driver as cu
+
+    from gwatch_nb.cuda import driver
+
+    cubin, _ = _swapped_kernel()
+    threads, sentinel = 64, 0x7EEEEEEE
+    out = torch.full((threads, 16), sentinel, dtype=torch.int32, device="cuda")
+    module = driver.load_cubin(cubin)
+    try:
+        function = driver.get_function(module, "swaps")
+        pointer = ctypes.c_uint64(out.data_ptr())
+        params = (ctypes.c_void_p * 1)(ctypes.addressof(pointer))
+        driver.check(cu.cuLaunchKernel(function, 1, 1, 1, threads, 1, 1, 0, cu.CUstream(0),
+                                       ctypes.addressof(params), 0), "cuLaunchKernel")
+        driver.check(cu.cuCtxSynchronize(), "cuCtxSynchronize")
+    finally:
+        cu.cuModuleUnload(module)
+    words = out.cpu().numpy().view("uint32")
+    wide = words.view("uint64")
+    tid = list(range(threads))
+    assert words[:, 0].tolist() == tid                                  # SR_TID.X, not SR_LANEID
+    assert (abs(wide[:, 1].astype("int64") - wide[:, 2].astype("int64")) < 10**9).all()  # global timer, ns
+    assert words[:, 6].tolist() == [t + 2000 for t in tid]              # VIADD 0x7d0
+    assert words[:, 7].tolist() == [t if t < 40 else sentinel for t in tid]  # ISETP.LT
+    assert words[:, 8].tolist() == [sentinel] * threads and words[:, 9].tolist() == [0x54321] * threads
