@@ -139,8 +139,9 @@ def _operand(text: str):
         return E.RZ
     if text == "URZ":
         return E.URZ
-    if m := re.fullmatch(r"(!?)(P(\d)|PT)", text):
-        return E.Pred(7 if m.group(3) is None else int(m.group(3)), negated=bool(m.group(1)))
+    if m := re.fullmatch(r"(!?)(U?)(P(\d)|PT)", text):
+        kind = E.UPred if m.group(2) else E.Pred
+        return kind(7 if m.group(4) is None else int(m.group(4)), negated=bool(m.group(1)))
     if m := re.fullmatch(r"R(\d+)", text):
         return E.Reg(int(m.group(1)))
     if m := re.fullmatch(r"UR(\d+)", text):
@@ -272,6 +273,7 @@ def _disassemble(words: list[E.Words]) -> list[str]:
 
 
 GUARDS = [None] + [E.Pred(i) for i in range(7)] + [E.Pred(i, negated=True) for i in range(7)] + [E.NOT_PT]
+UNIFORM_GUARDS = [None] + [E.UPred(i, negated=n) for n in (False, True) for i in range(7)] + [E.UPred(7, negated=True)]
 
 
 def _guard_text(guard) -> str:
@@ -338,7 +340,7 @@ def _round_trip_cases():
         pair, g = E.Reg(2 * i if i < 127 else 255), GUARDS[i % len(GUARDS)]
         add(E.cs2r(pair, ("SR_CLOCKLO", "SR_GLOBALTIMERLO")[i % 2], guard=g),
             f"CS2R {pair}, {('SR_CLOCKLO', 'SR_GLOBALTIMERLO')[i % 2]}", g)
-        add(E.stg(_r(2 * i + 4) if i < 125 else E.Reg(2), pair, offset=-8 * i, width=64, guard=g,
+        add(E.stg(_r(2 * i + 4) if i < 125 else E.Reg(2), pair, offset=-8 * i, width=64, desc=E.UReg(4), guard=g,
                   eviction=list(E.EVICTIONS)[i % 6]),
             f"STG.E{'.' if i % 6 != 1 else ''}{list(E.EVICTIONS)[i % 6]}.64 desc[UR4]"
             f"[{_r(2 * i + 4) if i < 125 else 'R2'}.64{f'+-{8 * i:#x}' if i else ''}], {pair}", g)
@@ -350,13 +352,13 @@ def _round_trip_cases():
         add(E.lea_hi_x(_r(i + 51), _r(i + 1), _r(i + 90), _r(i + 3), i % 32, E.Pred(i % 7), guard=g),
             f"LEA.HI.X {_r(i + 51)}, {_r(i + 1)}, {_r(i + 90)}, {_r(i + 3)}, {i % 32:#x}, P{i % 7}", g)
     for i in range(64):
-        quad, g = E.Reg(4 * i if i < 63 else 255), GUARDS[i % len(GUARDS)]
+        quad, g, ug = E.Reg(4 * i if i < 63 else 255), GUARDS[i % len(GUARDS)], UNIFORM_GUARDS[i % len(UNIFORM_GUARDS)]
         add(E.stg(E.Reg(2 * i), quad, offset=16 * i, width=128, desc=E.UReg(2 * (i % 31)), guard=g),
             f"STG.E.128 desc[UR{2 * (i % 31)}][R{2 * i}.64{f'+{16 * i:#x}' if i else ''}], {quad}", g)
-        add(E.s2ur(E.UReg(i), "SR_CTAID.X"), f"S2UR {E.UReg(i)}, SR_CTAID.X")
-        add(E.umov(E.UReg(i), i * 0x100), f"UMOV {E.UReg(i)}, {i * 0x100:#x}")
+        add(E.s2ur(E.UReg(i), "SR_CTAID.X", guard=ug), f"S2UR {E.UReg(i)}, SR_CTAID.X", ug)
+        add(E.umov(E.UReg(i), i * 0x100, guard=ug), f"UMOV {E.UReg(i)}, {i * 0x100:#x}", ug)
         add(E.umov(E.UReg(i), E.UReg(63 - i)), f"UMOV {E.UReg(i)}, {E.UReg(63 - i)}")
-        add(E.uldc(E.UReg(i), 4 * i + 0x210), f"ULDC {E.UReg(i)}, c[0x0][{4 * i + 0x210:#x}]")
+        add(E.uldc(E.UReg(i), 4 * i + 0x210, guard=ug), f"ULDC {E.UReg(i)}, c[0x0][{4 * i + 0x210:#x}]", ug)
         if i % 2 == 0 and i < 62:
             add(E.uldc(E.UReg(i), 8 * i, wide=True), f"ULDC.64 {E.UReg(i)}, c[0x0][{8 * i:#x}]")
         add(E.nop(guard=g), "NOP", g)
@@ -374,8 +376,8 @@ def test_round_trip_through_nvdisasm():
 def test_control_fields_land_in_the_top_23_bits_only():
     control = Control(stall=13, yield_=True, write_barrier=2, read_barrier=5, wait_mask=0x2A, reuse=0b1010)
     for plain, scheduled in ((E.cs2r(E.Reg(6)), E.cs2r(E.Reg(6), control=control)),
-                             (E.stg(E.Reg(2), E.Reg(8), width=128, guard=E.Pred(3)),
-                              E.stg(E.Reg(2), E.Reg(8), width=128, guard=E.Pred(3), control=control))):
+                             (E.stg(E.Reg(2), E.Reg(8), desc=E.UReg(4), width=128, guard=E.Pred(3)),
+                              E.stg(E.Reg(2), E.Reg(8), desc=E.UReg(4), width=128, guard=E.Pred(3), control=control))):
         assert scheduled.low == plain.low
         assert scheduled.high >> 41 == control.bits
         assert scheduled.high & ((1 << 41) - 1) == plain.high & ((1 << 41) - 1)
@@ -397,12 +399,12 @@ def test_control_fields_land_in_the_top_23_bits_only():
     (lambda: E.imad_wide_u32(E.Reg(2), E.Reg(4), 8, E.Reg(3)), "IMAD c R3 must be a multiple of 2"),
     (lambda: E.isetp(E.Pred(0), "GEU", E.Reg(1), 2), "unknown ISETP comparison 'GEU'"),
     (lambda: E.isetp(E.Pred(0), "GE", E.Reg(1), 2, op="NAND"), "unknown ISETP boolean op 'NAND'"),
-    (lambda: E.stg(E.Reg(3), E.Reg(4)), "STG address R3 must be a multiple of 2"),
-    (lambda: E.stg(E.Reg(2), E.Reg(6), width=128), "STG data R6 must be a multiple of 4"),
-    (lambda: E.stg(E.Reg(2), E.Reg(4), width=16), "STG width 16 must be 32, 64 or 128 bits"),
-    (lambda: E.stg(E.Reg(2), E.Reg(4), offset=1 << 23), "STG offset 8388608 does not fit in 24 signed bits"),
-    (lambda: E.stg(E.Reg(2), E.Reg(4), offset=4, width=64), "STG offset 0x4 is not a multiple of 8 bytes"),
-    (lambda: E.stg(E.Reg(2), E.Reg(4), eviction="CS"), "unknown STG eviction hint 'CS'"),
+    (lambda: E.stg(E.Reg(3), E.Reg(4), desc=E.UReg(4)), "STG address R3 must be a multiple of 2"),
+    (lambda: E.stg(E.Reg(2), E.Reg(6), width=128, desc=E.UReg(4)), "STG data R6 must be a multiple of 4"),
+    (lambda: E.stg(E.Reg(2), E.Reg(4), width=16, desc=E.UReg(4)), "STG width 16 must be 32, 64 or 128 bits"),
+    (lambda: E.stg(E.Reg(2), E.Reg(4), offset=1 << 23, desc=E.UReg(4)), "STG offset 8388608 does not fit in 24 signed bits"),
+    (lambda: E.stg(E.Reg(2), E.Reg(4), offset=4, width=64, desc=E.UReg(4)), "STG offset 0x4 is not a multiple of 8 bytes"),
+    (lambda: E.stg(E.Reg(2), E.Reg(4), eviction="CS", desc=E.UReg(4)), "unknown STG eviction hint 'CS'"),
     (lambda: E.stg(E.Reg(2), E.Reg(4), desc=E.UReg(5)), "STG descriptor UR5 must be a multiple of 2"),
     (lambda: E.ldc(E.Reg(2), 0x8000), "constant offset 32768 does not fit in 16 signed bits"),
     (lambda: E.ldc(E.Reg(2), 0x214, wide=True), "constant offset 0x214 is not a multiple of 8 bytes"),
@@ -410,6 +412,9 @@ def test_control_fields_land_in_the_top_23_bits_only():
     (lambda: E.uldc(E.UReg(3), 0x210, wide=True), "ULDC destination UR3 must be a multiple of 2"),
     (lambda: E.umov(E.UReg(3), E.Reg(1)), "UMOV source must be a uniform register or an immediate"),
     (lambda: E.lea(E.Reg(1), E.Reg(2), E.Reg(3), 32), "LEA shift 32 out of range"),
+    (lambda: E.s2ur(E.UReg(4), "SR_CTAID.X", guard=E.Pred(0)), "guard must be a uniform predicate UP0..UP6/UPT"),
+    (lambda: E.s2r(E.Reg(4), "SR_CTAID.X", guard=E.UPred(0)), "guard must be a predicate P0..P6/PT"),
+    (lambda: E.UPred(9), "uniform predicate UP9 out of range"),
 ])
 def test_out_of_range_operands_are_refused_in_one_line(build, message):
     with pytest.raises(E.EncodingError) as error:
