@@ -235,7 +235,8 @@ def _form(text: str) -> str:
 REQUIRED_FORMS = {"CS2R": 60, "CS2R.32": 100, "S2R": 8, "S2UR": 4, "IADD3": 10, "IMAD.X": 10,
                   "IMAD.WIDE.U32": 10, "VIADD": 10, "ISETP.GE.U32.AND": 10,
                   "ISETP.NE.U32.AND": 10, "ISETP.LT.U32.AND": 2, "ISETP.EQ.U32.XOR": 2, "STG.E": 40, "STG.E.64": 40, "STG.E.128": 10, "LDC": 2,
-                  "LDC.64": 2, "ULDC": 1, "ULDC.64": 2, "NOP": 4}
+                  "LDC.64": 2, "ULDC": 1, "ULDC.64": 2, "NOP": 4, "MOV": 4, "IMAD.MOV.U32": 10,
+                  "IMAD.U32": 10, "LEA": 10, "LEA.HI.X": 10}
 
 
 def test_encoders_reproduce_ptxas_bits(ptxas_instructions):
@@ -280,8 +281,9 @@ def _guard_text(guard) -> str:
     return "" if guard is None else f"@{guard} "
 
 
-def _imad_immediate(value: int) -> str:
-    """IMAD's immediate as nvdisasm prints it: signed."""
+def _signed_immediate(value: int) -> str:
+    """A 32-bit immediate as nvdisasm prints it in IMAD, IADD3 and ISETP: signed (VIADD and
+    MOV print theirs unsigned)."""
     return f"{value - (1 << 32):#x}" if value >= 1 << 31 else f"{value:#x}"
 
 
@@ -310,27 +312,27 @@ def _round_trip_cases():
         add(E.s2r(rd, list(E.SPECIAL_REGISTERS)[i % len(E.SPECIAL_REGISTERS)], guard=g),
             f"S2R {rd}, {list(E.SPECIAL_REGISTERS)[i % len(E.SPECIAL_REGISTERS)]}", g)
         add(E.iadd3(rd, ra, rb, rc, guard=g), f"IADD3 {rd}, {ra}, {rb}, {rc}", g)
-        add(E.iadd3(rd, ra, i * 0x1234567 % 0x7FFFFFFF, carry_out=p, guard=g),
-            f"IADD3 {rd}, {p}, {ra}, {i * 0x1234567 % 0x7FFFFFFF:#x}, RZ", g)
+        imm = i * 0x1234567 % (1 << 32)
+        add(E.iadd3(rd, ra, imm, carry_out=p, guard=g), f"IADD3 {rd}, {p}, {ra}, {_signed_immediate(imm)}, RZ", g)
         add(E.iadd3(rd, ra, E.UReg(i % 64), rc, carry_out=p, second_carry_out=q),
             f"IADD3 {rd}, {p}, {q}, {ra}, {E.UReg(i % 64)}, {rc}")
         add(E.iadd3_x(rd, ra, rb, rc, p, guard=g), f"IADD3.X {rd}, {ra}, {rb}, {rc}, {p}, !PT", g)
         add(E.iadd3_x(rd, ra, rb, rc, E.Pred(i % 7, negated=True), q),
             f"IADD3.X {rd}, {ra}, {rb}, {rc}, !{p}, {q}")
-        add(E.viadd(rd, ra, i * 0x10001, guard=g), f"VIADD {rd}, {ra}, {i * 0x10001:#x}", g)
+        add(E.viadd(rd, ra, imm, guard=g), f"VIADD {rd}, {ra}, {imm:#x}", g)
         add(E.imad_x(rd, E.RZ, E.RZ, ra, p, guard=g), f"IMAD.X {rd}, RZ, RZ, {ra}, {p}", g)
         add(E.imad_mov_u32(rd, ra, guard=g), f"IMAD.MOV.U32 {rd}, RZ, RZ, {ra}", g)
-        add(E.imad_mov_u32(rd, i * 0x3001, guard=g), f"IMAD.MOV.U32 {rd}, RZ, RZ, {i * 0x3001:#x}", g)
+        add(E.imad_mov_u32(rd, imm, guard=g), f"IMAD.MOV.U32 {rd}, RZ, RZ, {_signed_immediate(imm)}", g)
         add(E.mov(rd, ra, guard=g), f"MOV {rd}, {ra}", g)
-        add(E.mov(rd, i * 0x777, guard=g), f"MOV {rd}, {i * 0x777:#x}", g)
+        add(E.mov(rd, imm, guard=g), f"MOV {rd}, {imm:#x}", g)
         add(E.mov(rd, E.UReg(i % 63), guard=g), f"MOV {rd}, UR{i % 63}", g)
         add(E.ldc(rd, 4 * i, bank=i % 32, guard=g), f"LDC {rd}, {_constant(i % 32, 4 * i)}", g)
         add(E.isetp(p, list(E.COMPARISONS)[i % 8], ra, rb, unsigned=i % 2 == 0, op=list(E.BOOLEAN_OPS)[i % 3],
                     combine=E.Pred((i + 2) % 8, negated=i % 5 == 0), guard=g),
             f"ISETP.{list(E.COMPARISONS)[i % 8]}{'.U32' if i % 2 == 0 else ''}.{list(E.BOOLEAN_OPS)[i % 3]} "
             f"{p}, PT, {ra}, {rb}, {E.Pred((i + 2) % 8, negated=i % 5 == 0)}", g)
-        add(E.isetp(p, ("GE", "LT", "NE")[i % 3], ra, i * 0x101, guard=g),
-            f"ISETP.{('GE', 'LT', 'NE')[i % 3]}.U32.AND {p}, PT, {ra}, {i * 0x101:#x}, PT", g)
+        add(E.isetp(p, ("GE", "LT", "NE")[i % 3], ra, imm, guard=g),
+            f"ISETP.{('GE', 'LT', 'NE')[i % 3]}.U32.AND {p}, PT, {ra}, {_signed_immediate(imm)}, PT", g)
         add(E.isetp(p, "GE", ra, E.UReg(i % 64)), f"ISETP.GE.U32.AND {p}, PT, {ra}, {E.UReg(i % 64)}, PT")
         add(E.stg(E.Reg(2 * (i % 128) if i % 128 < 127 else 255), rd, offset=4 * (i - 128), desc=E.UReg(2 * (i % 31)),
                   guard=g),
@@ -345,7 +347,7 @@ def _round_trip_cases():
             f"STG.E{'.' if i % 6 != 1 else ''}{list(E.EVICTIONS)[i % 6]}.64 desc[UR4]"
             f"[{_r(2 * i + 4) if i < 125 else 'R2'}.64{f'+-{8 * i:#x}' if i else ''}], {pair}", g)
         add(E.imad_wide_u32(pair, _r(i + 9), 1 << (i % 32), _r(2 * i + 2) if i < 126 else E.RZ, guard=g),
-            f"IMAD.WIDE.U32 {pair}, {_r(i + 9)}, {_imad_immediate(1 << (i % 32))}, {_r(2 * i + 2) if i < 126 else 'RZ'}", g)
+            f"IMAD.WIDE.U32 {pair}, {_r(i + 9)}, {_signed_immediate(1 << (i % 32))}, {_r(2 * i + 2) if i < 126 else 'RZ'}", g)
         add(E.ldc(pair, 8 * i, wide=True, guard=g), f"LDC.64 {pair}, {_constant(0, 8 * i)}", g)
         add(E.lea(_r(i + 50), _r(i + 1), E.UReg(i % 63), i % 32, carry_out=E.Pred(i % 7), guard=g),
             f"LEA {_r(i + 50)}, P{i % 7}, {_r(i + 1)}, UR{i % 63}, {i % 32:#x}", g)
@@ -427,7 +429,7 @@ def test_encoders_reproduce_the_probe_forms_in_real_triton_kernels():
     schedules, registers and guards) re-encodes to the same 128 bits."""
     from compile_kernels import _compile
     from corpus import CASES
-    seen, mismatches = 0, []
+    seen, mismatches, forms = 0, [], set()
     for case in CASES:
         signature = dict(case.signature, **{name: "constexpr" for name in case.constexprs})
         kernel = _compile(case.fn, tuple(signature.items()), tuple(case.constexprs.items()),
@@ -437,11 +439,14 @@ def test_encoders_reproduce_the_probe_forms_in_real_triton_kernels():
             if words is None:
                 continue
             seen += 1
+            forms.add(_form(text))
             if (words.low, words.high) != (low, high):
                 mismatches.append(f"{case.name}: {text}: ptxas {low:#018x} {high:#018x}, "
                                   f"ours {words.low:#018x} {words.high:#018x}")
     assert not mismatches, f"{len(mismatches)} of {seen}:\n" + "\n".join(mismatches[:20])
     assert seen > 3000
+    # the forms the synthetic PTX does not make ptxas write, and the signed ones
+    assert {"UMOV", "IADD3.X", "IMAD.WIDE", "ISETP.GE.AND", "ISETP.LT.AND"} <= forms, sorted(forms)
 
 
 # ---------------------------------------------------------------- our words in ptxas's kernel, on the GPU
