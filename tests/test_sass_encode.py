@@ -79,11 +79,13 @@ def _ids_kernel(count: int) -> str:
                  f"setp.{('ge', 'lt', 'ne')[i % 3]}.u32 %p{i}, %r{r}, %r{r + 1};",
                  f"selp.u32 %r{r + 3}, {0x1000 + i}, %r{r + 2}, %p{i};",
                  f"setp.{('lt', 'eq', 'le', 'lt')[i % 4]}.u32 %p{count + i}, %r{r + 1}, {('%r0', i + 5)[i % 2]};",
-                 f"{('and', 'or', 'xor')[i % 3]}.pred %p{2 * count + i}, %p{i}, %p{count + i};"]
+                 f"{('and', 'or', 'xor')[i % 3]}.pred %p{2 * count + i}, %p{i}, %p{count + i};",
+                 f"shr.u32 %r{r + 4}, %r{r}, {1 + i % 31};"]
     for i in range(count):
         r = 10 + 8 * i
         body += [f"st.global.u32 [%d{11 + 4 * i}], %r{r + 3};", f"st.global.u32 [%d{13 + 4 * i}+4], %r{r + 2};",
-                 f"@%p{2 * count + i} st.global.u32 [%d{13 + 4 * i}+8], %r{r};"]
+                 f"@%p{2 * count + i} st.global.u32 [%d{13 + 4 * i}+8], %r{r};",
+                 f"st.global.u32 [%d{13 + 4 * i}+12], %r{r + 4};"]
     return _entry("ids", "p", count, body, extra_params=", .param .u32 n")
 
 
@@ -106,7 +108,8 @@ def _params_kernel(count: int) -> str:
 
 def _entry(name: str, pointer: str, count: int, body: list[str], extra_params: str = "") -> str:
     lines = [f".visible .entry {name}(.param .u64 {pointer}{extra_params})", "{",
-             f".reg .b64 %d<{8 * count + 20}>;", f".reg .b32 %r<{16 * count + 20}>;", f".reg .pred %p<{3 * count + 1}>;"]
+             f".reg .b64 %d<{8 * count + 20}>;", f".reg .b32 %r<{16 * count + 20}>;",
+             f".reg .pred %p<{3 * count + 1}>;"]
     return "\n".join(lines + body + ["ret;", "}"]) + "\n"
 
 
@@ -204,6 +207,9 @@ def _encode_probe_form(text: str, control: Control):
         return E.lea(*values, carry_out=carry, **g)
     if opcode == "LEA.HI.X":
         return E.lea_hi_x(*(_operand(o) for o in ops), **g)
+    if m := re.fullmatch(r"SHF\.([LR])(\.W)?\.([SU](?:32|64))(\.HI)?", opcode):
+        return E.shf(*(_operand(o) for o in ops), right=m.group(1) == "R", kind=m.group(3), high=bool(m.group(4)),
+                     wrap=bool(m.group(2)), **g)
     if m := re.fullmatch(r"ISETP\.(\w+?)(\.U32)?\.(AND|OR|XOR)", opcode):
         pd, pq, ra, b, combine = (_operand(o) for o in ops)
         assert pq == E.PT, text
@@ -234,9 +240,10 @@ def _form(text: str) -> str:
 # Every form the probes need, each of which ptxas must have emitted at least this often.
 REQUIRED_FORMS = {"CS2R": 60, "CS2R.32": 100, "S2R": 8, "S2UR": 4, "IADD3": 10, "IMAD.X": 10,
                   "IMAD.WIDE.U32": 10, "VIADD": 10, "ISETP.GE.U32.AND": 10,
-                  "ISETP.NE.U32.AND": 10, "ISETP.LT.U32.AND": 2, "ISETP.EQ.U32.XOR": 2, "STG.E": 40, "STG.E.64": 40, "STG.E.128": 10, "LDC": 2,
+                  "ISETP.NE.U32.AND": 10, "ISETP.LT.U32.AND": 2, "ISETP.EQ.U32.XOR": 2,
+                  "STG.E": 40, "STG.E.64": 40, "STG.E.128": 10, "LDC": 2,
                   "LDC.64": 2, "ULDC": 1, "ULDC.64": 2, "NOP": 4, "MOV": 4, "IMAD.MOV.U32": 10,
-                  "IMAD.U32": 10, "LEA": 10, "LEA.HI.X": 10}
+                  "IMAD.U32": 10, "LEA": 10, "LEA.HI.X": 10, "SHF.R.U32.HI": 10}
 
 
 def test_encoders_reproduce_ptxas_bits(ptxas_instructions):
@@ -324,6 +331,11 @@ def _round_trip_cases():
         add(E.imad_mov_u32(rd, ra, guard=g), f"IMAD.MOV.U32 {rd}, RZ, RZ, {ra}", g)
         add(E.imad_mov_u32(rd, imm, guard=g), f"IMAD.MOV.U32 {rd}, RZ, RZ, {_signed_immediate(imm)}", g)
         add(E.mov(rd, ra, guard=g), f"MOV {rd}, {ra}", g)
+        kind, right, high = list(E.SHIFT_TYPES)[i % 4], i % 3 != 0, i % 5 < 3
+        add(E.shf(rd, ra, i % 64, rc, right=right, kind=kind, high=high, wrap=i % 7 == 0, guard=g),
+            f"SHF.{'R' if right else 'L'}{'.W' if i % 7 == 0 else ''}.{kind}{'.HI' if high else ''} "
+            f"{rd}, {ra}, {i % 64:#x}, {rc}", g)
+        add(E.shf(rd, ra, rb, rc, kind=kind), f"SHF.R.{kind} {rd}, {ra}, {rb}, {rc}")
         add(E.mov(rd, imm, guard=g), f"MOV {rd}, {imm:#x}", g)
         add(E.mov(rd, E.UReg(i % 63), guard=g), f"MOV {rd}, UR{i % 63}", g)
         add(E.ldc(rd, 4 * i, bank=i % 32, guard=g), f"LDC {rd}, {_constant(i % 32, 4 * i)}", g)
@@ -347,7 +359,8 @@ def _round_trip_cases():
             f"STG.E{'.' if i % 6 != 1 else ''}{list(E.EVICTIONS)[i % 6]}.64 desc[UR4]"
             f"[{_r(2 * i + 4) if i < 125 else 'R2'}.64{f'+-{8 * i:#x}' if i else ''}], {pair}", g)
         add(E.imad_wide_u32(pair, _r(i + 9), 1 << (i % 32), _r(2 * i + 2) if i < 126 else E.RZ, guard=g),
-            f"IMAD.WIDE.U32 {pair}, {_r(i + 9)}, {_signed_immediate(1 << (i % 32))}, {_r(2 * i + 2) if i < 126 else 'RZ'}", g)
+            f"IMAD.WIDE.U32 {pair}, {_r(i + 9)}, {_signed_immediate(1 << (i % 32))}, "
+            f"{_r(2 * i + 2) if i < 126 else 'RZ'}", g)
         add(E.ldc(pair, 8 * i, wide=True, guard=g), f"LDC.64 {pair}, {_constant(0, 8 * i)}", g)
         add(E.lea(_r(i + 50), _r(i + 1), E.UReg(i % 63), i % 32, carry_out=E.Pred(i % 7), guard=g),
             f"LEA {_r(i + 50)}, P{i % 7}, {_r(i + 1)}, UR{i % 63}, {i % 32:#x}", g)
@@ -404,8 +417,10 @@ def test_control_fields_land_in_the_top_23_bits_only():
     (lambda: E.stg(E.Reg(3), E.Reg(4), desc=E.UReg(4)), "STG address R3 must be a multiple of 2"),
     (lambda: E.stg(E.Reg(2), E.Reg(6), width=128, desc=E.UReg(4)), "STG data R6 must be a multiple of 4"),
     (lambda: E.stg(E.Reg(2), E.Reg(4), width=16, desc=E.UReg(4)), "STG width 16 must be 32, 64 or 128 bits"),
-    (lambda: E.stg(E.Reg(2), E.Reg(4), offset=1 << 23, desc=E.UReg(4)), "STG offset 8388608 does not fit in 24 signed bits"),
-    (lambda: E.stg(E.Reg(2), E.Reg(4), offset=4, width=64, desc=E.UReg(4)), "STG offset 0x4 is not a multiple of 8 bytes"),
+    (lambda: E.stg(E.Reg(2), E.Reg(4), offset=1 << 23, desc=E.UReg(4)),
+     "STG offset 8388608 does not fit in 24 signed bits"),
+    (lambda: E.stg(E.Reg(2), E.Reg(4), offset=4, width=64, desc=E.UReg(4)),
+     "STG offset 0x4 is not a multiple of 8 bytes"),
     (lambda: E.stg(E.Reg(2), E.Reg(4), eviction="CS", desc=E.UReg(4)), "unknown STG eviction hint 'CS'"),
     (lambda: E.stg(E.Reg(2), E.Reg(4), desc=E.UReg(5)), "STG descriptor UR5 must be a multiple of 2"),
     (lambda: E.ldc(E.Reg(2), 0x8000), "constant offset 32768 does not fit in 16 signed bits"),
@@ -414,6 +429,8 @@ def test_control_fields_land_in_the_top_23_bits_only():
     (lambda: E.uldc(E.UReg(3), 0x210, wide=True), "ULDC destination UR3 must be a multiple of 2"),
     (lambda: E.umov(E.UReg(3), E.Reg(1)), "UMOV source must be a uniform register or an immediate"),
     (lambda: E.lea(E.Reg(1), E.Reg(2), E.Reg(3), 32), "LEA shift 32 out of range"),
+    (lambda: E.shf(E.Reg(1), E.RZ, 64, E.Reg(3)), "SHF shift 64 must be a register or 0..63"),
+    (lambda: E.shf(E.Reg(1), E.RZ, 5, E.Reg(3), kind="U16"), "unknown SHF type 'U16'"),
     (lambda: E.s2ur(E.UReg(4), "SR_CTAID.X", guard=E.Pred(0)), "guard must be a uniform predicate UP0..UP6/UPT"),
     (lambda: E.s2r(E.Reg(4), "SR_CTAID.X", guard=E.UPred(0)), "guard must be a predicate P0..P6/PT"),
     (lambda: E.UPred(9), "uniform predicate UP9 out of range"),
@@ -446,7 +463,8 @@ def test_encoders_reproduce_the_probe_forms_in_real_triton_kernels():
     assert not mismatches, f"{len(mismatches)} of {seen}:\n" + "\n".join(mismatches[:20])
     assert seen > 3000
     # the forms the synthetic PTX does not make ptxas write, and the signed ones
-    assert {"UMOV", "IADD3.X", "IMAD.WIDE", "ISETP.GE.AND", "ISETP.LT.AND"} <= forms, sorted(forms)
+    assert {"UMOV", "IADD3.X", "IMAD.WIDE", "ISETP.GE.AND", "ISETP.LT.AND", "SHF.L.U32", "SHF.L.U64.HI",
+            "SHF.R.S32.HI"} <= forms, sorted(forms)
 
 
 # ---------------------------------------------------------------- our words in ptxas's kernel, on the GPU

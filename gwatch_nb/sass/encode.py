@@ -1,5 +1,5 @@
 """The sm_90a encodings of the instructions the SASS tier's probes insert: clock and special
-register reads, pointer arithmetic, a bound compare, guarded global stores, moves, constant
+register reads, pointer arithmetic and shifts, a bound compare, guarded global stores, moves, constant
 loads and NOP. Each function returns the instruction's two 64-bit words.
 
 Bit n below is bit n of the 128-bit instruction (low word = bits 0-63, high word = 64-127),
@@ -363,6 +363,25 @@ def _lea(rd, ra, b, rc, shift, high, carry_out, carry_in, guard, control) -> Wor
     return _words(bits, guard, control)
 
 
+# SHF (0x019 | form << 9): Rd 16-23, low source Ra 24-31, shift b at 32+ (register or immediate),
+# high source Rc 64-71; operand type 73-74, bit 75 .W (shift count wraps), 76 right, 80 .HI.
+SHIFT_TYPES = {"S64": 0, "U64": 1, "S32": 2, "U32": 3}
+
+
+def shf(rd: Reg, ra: Reg, shift: Union[Reg, int], rc: Reg, *, right: bool = True, kind: str = "U32",
+        high: bool = False, wrap: bool = False, guard: Pred | None = None, control: Control = Control()) -> Words:
+    """``SHF.{L|R}[.W].<kind>[.HI] Rd, Ra, shift, Rc``: the funnel shift of the pair (Rc:Ra);
+    ``SHF.R.U32.HI Rd, RZ, 0x5, Ra`` is ptxas's Ra >> 5 (a warp index from a thread id)."""
+    if kind not in SHIFT_TYPES:
+        raise EncodingError(f"unknown SHF type {kind!r} (known: {', '.join(SHIFT_TYPES)})")
+    if isinstance(shift, UReg) or (isinstance(shift, int) and not 0 <= shift < 64):
+        raise EncodingError(f"SHF shift {shift!r} must be a register or 0..63")
+    form, shift_bits = _b_operand("SHF shift", shift)
+    return _words(0x019 | form << 9 | _field(_reg("SHF destination", rd), 16, 8) | _field(_reg("SHF a", ra), 24, 8)
+                  | shift_bits | _field(_reg("SHF c", rc), 64, 8) | _field(SHIFT_TYPES[kind], 73, 2)
+                  | _field(int(wrap), 75, 1) | _field(int(right), 76, 1) | _field(int(high), 80, 1), guard, control)
+
+
 # ISETP (0x00c | form << 9): Ra 24-31, b 32+; bit 72 .EX, 73 signed (clear = .U32), boolean op
 # 74-75, comparison 76-78; Pd 81-83, second destination 84-86 (PT), predicate source 87-89
 # with negation 90; bits 68-70 hold PT (the .EX predicate source, unused here).
@@ -397,7 +416,8 @@ def stg(address: Reg, data: Reg, *, desc: UReg, offset: int = 0, width: int = 32
     if eviction not in EVICTIONS:
         raise EncodingError(f"unknown STG eviction hint {eviction!r} (known: {', '.join(filter(None, EVICTIONS))})")
     bits = (0x986 | _field(_reg("STG address", address, 2), 24, 8) | _field(_reg("STG data", data, width // 32), 32, 8)
-            | _field(_signed("STG offset", offset, 24, width // 8), 40, 24) | _field(_ureg("STG descriptor", desc, 2), 64, 6)
+            | _field(_signed("STG offset", offset, 24, width // 8), 40, 24)
+            | _field(_ureg("STG descriptor", desc, 2), 64, 6)
             | _field(1, 72, 1) | _field(ACCESS_SIZES[width], 73, 3) | _field(1, 76, 1)
             | _field(EVICTIONS[eviction], 84, 3) | _field(3, 90, 2))
     return _words(bits, guard, control)
@@ -427,7 +447,8 @@ def ldc(rd: Reg, offset: int, *, bank: int = 0, wide: bool = False, index: Reg =
         guard: Pred | None = None, control: Control = Control()) -> Words:
     """``LDC[.64] Rd, c[bank][index+offset]``: a kernel parameter (bank 0) into Rd (and Rd+1)."""
     width = 64 if wide else 32
-    return _words(0xB82 | _field(_reg("LDC destination", rd, width // 32), 16, 8) | _field(_reg("LDC index", index), 24, 8)
+    return _words(0xB82 | _field(_reg("LDC destination", rd, width // 32), 16, 8)
+                  | _field(_reg("LDC index", index), 24, 8)
                   | _constant_address(offset, bank, width) | _field(ACCESS_SIZES[width], 73, 3), guard, control)
 
 
