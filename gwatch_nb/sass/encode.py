@@ -1,6 +1,6 @@
 """The sm_90a encodings of the instructions the SASS tier's probes insert: clock and special
-register reads, pointer arithmetic and shifts, a bound compare, guarded global stores, moves, constant
-loads and NOP. Each function returns the instruction's two 64-bit words.
+register reads, pointer arithmetic and shifts, a bound compare, guarded global stores, moves,
+constant loads and NOP. Each function returns the instruction's two 64-bit words.
 
 Bit n below is bit n of the 128-bit instruction (low word = bits 0-63, high word = 64-127),
 learnt from ptxas's output (Triton's ptxas, -arch=sm_90a) and by flipping bits under
@@ -15,6 +15,11 @@ learnt from ptxas's output (Triton's ptxas, -arch=sm_90a) and by flipping bits u
     64-71   third source register (c)
     91      set when a source is a uniform register
     105-127 scheduling control (gwatch_nb/sass/control.py)
+
+Every function takes the scheduling control as ``control``. Its default, ``Control()``, has a
+stall of 0, which ptxas gives, USETMAXREG aside, only to the padding after EXIT (14,448
+instructions of the corpus kernels): an inserted instruction that runs needs the stall, the
+scoreboards and the waits its place in the schedule asks for.
 
 Registers are `Reg(0..254)` and `RZ`, uniform registers `UReg(0..62)` and `URZ`, predicates
 `Pred(0..6)` and `PT`, uniform predicates `UPred(0..6)` and `UPT` (the guards of S2UR, UMOV and
