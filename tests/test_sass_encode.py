@@ -13,6 +13,8 @@ import subprocess
 import tempfile
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from gwatch_nb import ptx
 from gwatch_nb.sass import encode as E
@@ -561,3 +563,49 @@ def test_swapped_instructions_do_on_the_gpu_what_their_text_says():
     assert words[:, 6].tolist() == [t + 2000 for t in tid]              # VIADD 0x7d0
     assert words[:, 7].tolist() == [t if t < 40 else sentinel for t in tid]  # ISETP.LT
     assert words[:, 8].tolist() == [sentinel] * threads and words[:, 9].tolist() == [0x54321] * threads
+
+
+def _random_store(draw):
+    width = draw(st.sampled_from([32, 64, 128]))
+    group = width // 32
+    data = E.Reg(draw(st.integers(0, (254 - group + 1) // group)) * group)
+    address = E.Reg(draw(st.integers(0, 126)) * 2)
+    offset = draw(st.integers(-(1 << 23) // (width // 8), ((1 << 23) - 1) // (width // 8))) * (width // 8)
+    desc, eviction = E.UReg(draw(st.integers(0, 30)) * 2), draw(st.sampled_from(list(E.EVICTIONS)))
+    guard = draw(st.sampled_from(GUARDS))
+    where = f"{address}.64" + ("" if offset == 0 else f"+{'-' if offset < 0 else ''}{abs(offset):#x}")
+    text = (f"STG.E{'.' + eviction if eviction else ''}{'' if width == 32 else f'.{width}'} "
+            f"desc[{desc}][{where}], {data}")
+    return E.stg(address, data, desc=desc, offset=offset, width=width, eviction=eviction, guard=guard), \
+        _guard_text(guard) + text
+
+
+def _random_compare(draw):
+    cmp, op, unsigned = (draw(st.sampled_from(list(E.COMPARISONS))), draw(st.sampled_from(list(E.BOOLEAN_OPS))),
+                         draw(st.booleans()))
+    pd, ra = E.Pred(draw(st.integers(0, 6))), E.Reg(draw(st.integers(0, 255)))
+    b = draw(st.one_of(st.integers(0, 255).map(E.Reg), st.integers(0, (1 << 32) - 1)))
+    combine = E.Pred(draw(st.integers(0, 7)), negated=draw(st.booleans()))
+    b_text = str(b) if isinstance(b, E.Reg) else _signed_immediate(b)
+    return (E.isetp(pd, cmp, ra, b, unsigned=unsigned, op=op, combine=combine),
+            f"ISETP.{cmp}{'.U32' if unsigned else ''}.{op} {pd}, PT, {ra}, {b_text}, {combine}")
+
+
+def _random_parameter_load(draw):
+    wide = draw(st.booleans())
+    size = 8 if wide else 4
+    offset, bank = draw(st.integers(0, 0x7FFF // size)) * size, draw(st.integers(0, 31))
+    rd = E.Reg(draw(st.integers(0, 126)) * 2 if wide else draw(st.integers(0, 254)))
+    return E.ldc(rd, offset, bank=bank, wide=wide), f"LDC{'.64' if wide else ''} {rd}, {_constant(bank, offset)}"
+
+
+@st.composite
+def _random_instructions(draw):
+    return [draw(st.sampled_from([_random_store, _random_compare, _random_parameter_load]))(draw) for _ in range(60)]
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(_random_instructions())
+def test_random_operands_read_back_through_nvdisasm(cases):
+    texts = _disassemble([words for words, _ in cases])
+    assert texts == [want for _, want in cases]
