@@ -4,9 +4,12 @@ ptxas side: PTX written to make ptxas emit every probe form with many registers 
 (many live clock readings, many guarded stores, many pointers) is assembled for sm_90a; every
 instance of a form in nvdisasm's listing is parsed from its text, encoded by gwatch_nb, and its
 128 bits compared with ptxas's (the control field taken from ptxas's own word).
+The same holds for every probe-form instance in the corpus kernels' cubins.
 nvdisasm side: instructions ptxas did not happen to write (every register R0..R254 and RZ, every
-predicate and its negation, every store width) are encoded and disassembled in one call; each
-must print as the text it was built from."""
+predicate and its negation, every store width; random operands under hypothesis) are encoded
+and disassembled in one call; each must print as the text it was built from.
+GPU side: ptxas's kernel with instructions swapped in place for our encodings of variants must
+compute what the swapped text says."""
 import os
 import re
 import subprocess
@@ -372,7 +375,8 @@ def _round_trip_cases():
         quad, g, ug = E.Reg(4 * i if i < 63 else 255), GUARDS[i % len(GUARDS)], UNIFORM_GUARDS[i % len(UNIFORM_GUARDS)]
         add(E.stg(E.Reg(2 * i), quad, offset=16 * i, width=128, desc=E.UReg(2 * (i % 31)), guard=g),
             f"STG.E.128 desc[UR{2 * (i % 31)}][R{2 * i}.64{f'+{16 * i:#x}' if i else ''}], {quad}", g)
-        add(E.s2ur(E.UReg(i), "SR_CTAID.X", guard=ug), f"S2UR {E.UReg(i)}, SR_CTAID.X", ug)
+        sr = list(E.SPECIAL_REGISTERS)[i % len(E.SPECIAL_REGISTERS)]
+        add(E.s2ur(E.UReg(i), sr, guard=ug), f"S2UR {E.UReg(i)}, {sr}", ug)
         add(E.umov(E.UReg(i), i * 0x100, guard=ug), f"UMOV {E.UReg(i)}, {i * 0x100:#x}", ug)
         add(E.umov(E.UReg(i), E.UReg(63 - i)), f"UMOV {E.UReg(i)}, {E.UReg(63 - i)}")
         add(E.uldc(E.UReg(i), 4 * i + 0x210, guard=ug), f"ULDC {E.UReg(i)}, c[0x0][{4 * i + 0x210:#x}]", ug)
