@@ -499,13 +499,15 @@ ret;
 # Each instruction of ptxas's kernel matching the left is replaced, in place and with ptxas's own
 # control bits, by our encoding of the right: the kernel then stores the thread id instead of
 # the lane id, the global timer instead of the SM clock, tid + 2000 instead of tid + 1000, stores
-# below the bound instead of above it, and 0x54321 four bytes further on (evict-first).
-SWAPS = [(r"S2R (R\d+), SR_LANEID", r"S2R \1, SR_TID.X"),
-         (r"CS2R (R\d+), SR_CLOCKLO", r"CS2R \1, SR_GLOBALTIMERLO"),
-         (r"VIADD (R\d+), (R\d+), 0x3e8", r"VIADD \1, \2, 0x7d0"),
-         (r"ISETP\.GE\.U32\.AND (P\d), PT, (R\d+), 0x28, PT", r"ISETP.LT.U32.AND \1, PT, \2, 0x28, PT"),
-         (r"(IMAD\.MOV\.U32 R\d+, RZ, RZ|MOV R\d+), 0x12345", r"\1, 0x54321"),
-         (r"STG\.E desc\[(UR\d+)\]\[(R\d+)\.64\+0x20\], (R\d+)", r"STG.E.EF desc[\1][\2.64+0x24], \3")]
+# below the bound instead of above it, and 0x54321 four bytes further on (evict-first). Each
+# effect lists the forms ptxas may have chosen for it; exactly one instance must be swapped.
+SWAPS = [[(r"S2R (R\d+), SR_LANEID", r"S2R \1, SR_TID.X")],
+         [(r"CS2R (R\d+), SR_CLOCKLO", r"CS2R \1, SR_GLOBALTIMERLO")],
+         [(r"VIADD (R\d+), (R\d+), 0x3e8", r"VIADD \1, \2, 0x7d0"),
+          (r"IADD3 (R\d+), (R\d+), 0x3e8, RZ", r"IADD3 \1, \2, 0x7d0, RZ")],
+         [(r"ISETP\.GE\.U32\.AND (P\d), PT, (R\d+), 0x28, PT", r"ISETP.LT.U32.AND \1, PT, \2, 0x28, PT")],
+         [(r"(IMAD\.MOV\.U32 R\d+, RZ, RZ|MOV R\d+), 0x12345", r"\1, 0x54321")],
+         [(r"STG\.E desc\[(UR\d+)\]\[(R\d+)\.64\+0x20\], (R\d+)", r"STG.E.EF desc[\1][\2.64+0x24], \3")]]
 
 
 def _swapped_kernel() -> tuple[bytes, list[str]]:
@@ -513,13 +515,16 @@ def _swapped_kernel() -> tuple[bytes, list[str]]:
     cubin = ptx.assemble(SWAP_KERNEL)
     listing, expected = _listing(cubin), []
     patched = bytearray(cubin)
+    swapped = [0] * len(SWAPS)
     for text, low, high in listing:
         plain = text.replace(".reuse", "")
-        hits = [(pattern, new) for pattern, new in SWAPS if re.fullmatch(pattern, plain)]
+        hits = [(effect, pattern, new) for effect, forms in enumerate(SWAPS) for pattern, new in forms
+                if re.fullmatch(pattern, plain)]
         if not hits:
             expected.append(plain)
             continue
-        (pattern, new), = hits
+        (effect, pattern, new), = hits
+        swapped[effect] += 1
         new_text = re.sub(pattern, new, plain)
         words = _encode_from_text(new_text, Control.from_high(high))
         old = low.to_bytes(8, "little") + high.to_bytes(8, "little")
@@ -527,8 +532,7 @@ def _swapped_kernel() -> tuple[bytes, list[str]]:
         at = patched.index(old)
         patched[at:at + 16] = words.raw
         expected.append(new_text)
-    swapped = {p for p, _ in SWAPS if any(re.fullmatch(p, t.replace(".reuse", "")) for t, _, _ in listing)}
-    assert swapped == {p for p, _ in SWAPS}, f"ptxas emitted no instruction for {set(p for p, _ in SWAPS) - swapped}"
+    assert swapped == [1] * len(SWAPS), f"swaps per effect {swapped}: ptxas wrote other forms than {SWAPS}"
     return bytes(patched), expected
 
 
