@@ -108,6 +108,18 @@ def function_attribute(function, name: str) -> int:
                      f"cuFuncGetAttribute({name})"))
 
 
+def function_of(handle: int):
+    """The CUfunction a launch names by its handle."""
+    return _driver().CUfunction(handle)
+
+
+def max_active_blocks(function, block_threads: int, dynamic_shared_bytes: int) -> int:
+    """Blocks of this size one SM can hold at once (the occupancy calculator's answer)."""
+    return int(check(_driver().cuOccupancyMaxActiveBlocksPerMultiprocessor(function, block_threads,
+                                                                           dynamic_shared_bytes),
+                     "cuOccupancyMaxActiveBlocksPerMultiprocessor"))
+
+
 def is_capturing(stream_handle: int) -> bool:
     cu = _driver()
     status = check(cu.cuStreamIsCapturing(cu.CUstream(stream_handle)), "cuStreamIsCapturing")
