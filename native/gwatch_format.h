@@ -81,7 +81,7 @@ _Static_assert(GWATCH_SH_RECORDS == GWATCH_SH_EVENTS + 4 && GWATCH_SH_EVENTS % 8
                "the exit's events and records are one v2.u32 store");
 _Static_assert(GWATCH_REC_CLOCKS == 0 && GWATCH_REC_SITE == 4 * GWATCH_READINGS_PER_RECORD &&
                    GWATCH_RECORD_BYTES == GWATCH_REC_SITE + 4 && GWATCH_RECORD_BYTES == 16,
-               "a record's readings and site are one v4.b32 store");
+               "the readings and the site of a record are one v4.b32 store");
 _Static_assert(GWATCH_SLOT_HEADER_BYTES % 16 == 0 && GWATCH_GLOBAL_HEADER_BYTES % 16 == 0,
                "slots and headers keep the 16-byte alignment the vector stores need");
 
