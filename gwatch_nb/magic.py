@@ -24,7 +24,7 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 from IPython.display import display
 
 from . import api
-from .errors import GwatchError, NoGPUError, NoMatchingKernelError, OptionError, TraceFailedError
+from .errors import GwatchError, NoMatchingKernelError, OptionError, TraceFailedError
 from .options import TraceOptions, tier_choices
 from .scopes import chosen_scopes
 
@@ -52,6 +52,13 @@ def parse_scope_names(text: str) -> dict[int, str]:
             raise UsageError(f"scope names look like 100=load_kv,101=dot_qk; cannot read {item!r}")
         names[int(key)] = value.strip()
     return names
+
+
+def in_flags(text: str) -> str:
+    """A message written for Python (``capacity=4``) as the magic's own words (``-c 4``)."""
+    for option, flag in FLAGS.items():
+        text = text.replace(f"{option}=", f"{flag} ")
+    return text
 
 
 def _no_driver(error: BaseException | None) -> bool:
@@ -116,11 +123,8 @@ class GwatchMagics(Magics):
         except OptionError as error:
             typed = {"scopes": args.scopes, "launches": args.launches, "kernel_name_pattern": args.kernel}
             raise UsageError(error.spelled(FLAGS, typed)) from None  # nothing ran: the cell must not half-run
-        except NoGPUError as error:
-            raise UsageError(f"{error}: -t interpreter (or -t auto) traces on the CPU, with TRITON_INTERPRET=1 "
-                             "set before triton is imported") from None
         except GwatchError as error:
-            raise UsageError(str(error)) from None
+            raise UsageError(in_flags(str(error))) from None
         for name in (TRACE_VARIABLE, WIDGET_VARIABLE, args.output):
             self.shell.user_ns.pop(name, None)  # a cell that traces nothing must leave no older trace behind
         try:
@@ -142,7 +146,7 @@ class GwatchMagics(Magics):
         try:
             trace = api.finish(session, names)
         except (NoMatchingKernelError, TraceFailedError) as error:
-            raise UsageError(f"gwatch: {error}") from None
+            raise UsageError(in_flags(f"gwatch: {error}")) from None
         self.shell.user_ns[TRACE_VARIABLE] = trace
         if args.output:
             self.shell.user_ns[args.output] = trace
@@ -154,7 +158,7 @@ class GwatchMagics(Magics):
               f"{int(launches.scope_instances.sum()):,} scope instances on {int(launches.warps.sum()):,} warps "
               f"({trace.meta['time_source']})")
         for warning in trace.warnings:
-            print(f"gwatch warning: {warning}")
+            print(in_flags(f"gwatch warning: {warning}"))
         if not no_widget:
             widget = trace.widget()
             self.shell.user_ns[WIDGET_VARIABLE] = widget

@@ -37,9 +37,11 @@ def init() -> int:
             if err == cu.CUresult.CUDA_SUCCESS and count > 0:
                 return count
     except Exception as error:  # no driver library at all (DynamicLibNotFoundError and kin)
-        raise NoGPUError(f"no CUDA driver on this machine ({type(error).__name__}); "
-                         "use instrumentation_tier='interpreter' with TRITON_INTERPRET=1") from None
-    raise NoGPUError("no CUDA device found; use instrumentation_tier='interpreter' with TRITON_INTERPRET=1")
+        raise NoGPUError(f"no CUDA driver on this machine ({type(error).__name__}); use "
+                         "instrumentation_tier='interpreter' with TRITON_INTERPRET=1 set before triton is imported") \
+            from None
+    raise NoGPUError("no CUDA device found; use instrumentation_tier='interpreter' with TRITON_INTERPRET=1 set "
+                     "before triton is imported")
 
 
 def current_device() -> int:

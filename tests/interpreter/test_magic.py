@@ -102,6 +102,7 @@ def test_capacity_is_honoured_on_the_interpreter_tier(shell):
     assert int(trace.warps.events.max()) == 4 and trace.events_dropped == int(trace.warps.dropped.sum()) > 0
     assert any(w.kind == "events_dropped" for w in trace.warnings)
     assert "gwatch warning: events_dropped" in captured.stdout
+    assert "would keep them all" in captured.stdout and "capacity=" not in captured.stdout  # the magic says -c
 
 
 def test_an_interrupt_in_the_traced_code_interrupts_the_cell(shell):
@@ -136,6 +137,7 @@ def test_ptx_tier_without_a_gpu_says_so_before_running_the_cell(shell):
         pytest.skip("this machine has a GPU")
     except Exception:
         pass
-    with pytest.raises(UsageError, match="interpreter"):
+    with pytest.raises(UsageError, match="-t 'interpreter' with TRITON_INTERPRET=1") as caught:
         shell.run_cell_magic("gwatch", "-k attn -t ptx", "ran = True")
+    assert "instrumentation_tier" not in str(caught.value)
     assert "ran" not in shell.user_ns
