@@ -5,7 +5,8 @@ are in Trace.meta["instrumentation"]."""
 import numpy as np
 import pytest
 
-from gwatch_nb.cuda.instrumented import cost_warning
+from gwatch_nb.instrumentation_cost import RESOURCES, summaries
+from gwatch_nb.instrumentation_cost import warning as cost_warning
 
 
 def _change(registers=(100, 110), local=(0, 0), shared=(0, 0), blocks=(2, 2)):
@@ -28,6 +29,29 @@ def test_lost_occupancy_is_a_warning():
     assert "occupancy 2 → 1 blocks per SM" in message and "spills" not in message
 
 
+def test_views_get_one_line_per_measured_kernel():
+    meta = {"instrumentation": {"b": _change(registers=(168, 255), local=(0, 2176)), "a": _change(), "c": {}}}
+    assert summaries(meta) == [
+        "a instrumented: registers 100 → 110, local memory (spills) 0 → 0 B/thread, static shared 0 → 0 B/block, "
+        "2 → 2 blocks/SM",
+        "b instrumented: registers 168 → 255, local memory (spills) 0 → 2,176 B/thread, static shared 0 → 0 B/block, "
+        "2 → 2 blocks/SM"]
+    assert summaries({}) == []
+
+
+def test_the_html_report_and_gwatch_show_state_the_change(fixture_path, tmp_path, capsys):
+    from gwatch_nb import load
+    from gwatch_nb.cli import main
+    trace = load(fixture_path("matmul_h200.json"))
+    trace.meta["instrumentation"] = {"matmul_kernel": _change(registers=(110, 114), blocks=(2, 2))}
+    line = summaries(trace.meta)[0]
+    trace.save(tmp_path / "t.json")
+    trace.to_html(tmp_path / "t.html")
+    assert line in (tmp_path / "t.html").read_text()
+    assert main(["show", str(tmp_path / "t.json")]) == 0
+    assert line in capsys.readouterr().out
+
+
 @pytest.mark.gpu
 def test_the_change_is_measured_against_the_loaded_original(tmp_path):
     torch = pytest.importorskip("torch")
@@ -39,7 +63,7 @@ def test_the_change_is_measured_against_the_loaded_original(tmp_path):
     torch.cuda.synchronize()
     trace = do_trace(workload.launch, case.pattern, scope_name_map=case.scopes)
     change = trace.meta["instrumentation"]["grouped_matmul_kernel"]
-    assert set(change) == {"registers", "local_bytes", "shared_bytes", "blocks_per_sm"}
+    assert tuple(change) == RESOURCES
     (original,) = {obj for obj, _, name, _, _ in triton_compat.compiled_kernels() if name == "grouped_matmul_kernel"}
     assert change["registers"][0] == original.n_regs and change["local_bytes"][0] == 4 * original.n_spills
     assert change["registers"][1] >= change["registers"][0] and min(change["blocks_per_sm"]) >= 1

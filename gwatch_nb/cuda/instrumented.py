@@ -137,9 +137,9 @@ def resources(function) -> dict:
 
 
 def cost(original_handle: int, kernel: InstrumentedKernel, block_threads: int, dynamic_shared_bytes: int) -> dict:
-    """What instrumenting changed, as {resource: [original, instrumented]}: registers,
-    local memory (spills), static shared memory and the blocks an SM holds at this
-    launch's block size and dynamic shared memory."""
+    """What instrumenting changed, as {resource: [original, instrumented]}
+    (instrumentation_cost.RESOURCES: registers, local memory, static shared memory, and
+    the blocks an SM holds at this launch's block size and dynamic shared memory)."""
     original = driver.function_of(original_handle)
     before = resources(original)
     change = {key: [before[key], kernel.resources[key]] for key in _RESOURCES}
@@ -147,17 +147,3 @@ def cost(original_handle: int, kernel: InstrumentedKernel, block_threads: int, d
                                for f in (original, kernel.function)]
     return change
 
-
-def cost_warning(kernel: str, change: dict) -> str | None:
-    """One line when the instrumented copy spills more or fits fewer blocks on an SM than
-    the original (its times then describe a slower kernel); None otherwise."""
-    local, blocks, registers = change["local_bytes"], change["blocks_per_sm"], change["registers"]
-    effects = []
-    if local[1] > local[0]:
-        effects.append(f"local memory (spills) {local[0]:,} → {local[1]:,} bytes per thread")
-    if blocks[1] < blocks[0]:
-        effects.append(f"occupancy {blocks[0]} → {blocks[1]} blocks per SM")
-    if not effects:
-        return None
-    return (f"{kernel}: the instrumented copy runs differently from the original: {', '.join(effects)} "
-            f"(registers {registers[0]} → {registers[1]}); trace fewer scopes (scopes=) to narrow the change")

@@ -24,7 +24,8 @@ from ..scopes import no_markers_message
 from ..sources import TritonSources
 from ..tiers import Problem
 from . import cupti, driver
-from .instrumented import InstrumentedKernel, cost, cost_warning, instrument_kernel
+from ..instrumentation_cost import warning as cost_warning
+from .instrumented import InstrumentedKernel, cost, instrument_kernel
 
 #: Default per-launch budget for trace buffers (the capacity adapts to the warp count).
 BUFFER_BUDGET_BYTES = 256 << 20
@@ -199,7 +200,7 @@ class TraceSession:
 
     def meta(self) -> dict:
         """``instrumentation``: per traced kernel, what instrumenting changed
-        ({resource: [original, instrumented]}, instrumented.cost)."""
+        (instrumentation_cost says the shape)."""
         return {"instrumentation": dict(self._costs)}
 
     # ------------------------------------------------------------ the callback
