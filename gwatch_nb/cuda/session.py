@@ -19,12 +19,12 @@ import numpy as np
 
 from .. import layout, records
 from ..errors import TraceFailedError
+from ..instrumentation_cost import warning as cost_warning
 from ..options import TraceOptions
 from ..scopes import no_markers_message
 from ..sources import TritonSources
 from ..tiers import Problem
 from . import cupti, driver
-from ..instrumentation_cost import warning as cost_warning
 from .instrumented import InstrumentedKernel, cost, instrument_kernel
 
 #: Default per-launch budget for trace buffers (the capacity adapts to the warp count).
@@ -293,6 +293,11 @@ class TraceSession:
         except TraceFailedError as error:
             self._skip.add((context, function))
             self._note(error.kind, name, str(error))
+            return None
+        except driver.CudaError as error:  # giving the copy the original's attributes
+            self._skip.add((context, function))
+            self._note("load_failed", name, f"{name}: the instrumented kernel could not be set up ({error}); "
+                       "it ran untraced")
             return None
         if kernel is None:
             self._skip.add((context, function))
