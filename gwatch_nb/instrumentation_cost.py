@@ -40,4 +40,4 @@ def warning(kernel: str, change: Mapping[str, list]) -> str | None:
     if not effects:
         return None
     return (f"{kernel}: the instrumented copy runs differently from the original: {', '.join(effects)} "
-            f"(registers {registers[0]} → {registers[1]}); trace fewer scopes (scopes=) to narrow the change")
+            f"(registers {registers[0]} → {registers[1]}); trace fewer scopes (scopes=...) to narrow the change")

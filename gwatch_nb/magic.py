@@ -23,7 +23,7 @@ from IPython.core.magic import Magics, cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 from IPython.display import display
 
-from . import api
+from . import api, triton_compat
 from .errors import GwatchError, NoMatchingKernelError, OptionError, TraceFailedError
 from .options import TraceOptions, tier_choices
 from .scopes import chosen_scopes
@@ -59,11 +59,6 @@ def in_flags(text: str) -> str:
     for option, flag in FLAGS.items():
         text = text.replace(f"{option}=", f"{flag} ")
     return text
-
-
-def _no_driver(error: BaseException | None) -> bool:
-    """Triton's own error for a kernel that is compiled for a GPU on a machine without one."""
-    return isinstance(error, RuntimeError) and "0 active drivers" in str(error)
 
 
 class _Progress:
@@ -137,7 +132,7 @@ class GwatchMagics(Magics):
         if not result.success:
             # The shell has shown the traceback; fail this cell too (one line, no second traceback).
             error = result.error_before_exec or result.error_in_exec
-            if session.tier == "interpreter" and _no_driver(error):
+            if session.tier == "interpreter" and triton_compat.is_missing_gpu_driver(error):
                 raise UsageError("there is no GPU here, so the trace ran on the interpreter tier, but the kernel "
                                  "was compiled for a GPU: set TRITON_INTERPRET=1 before triton is imported "
                                  "(os.environ['TRITON_INTERPRET'] = '1' in the first cell, after restarting the "

@@ -1,6 +1,6 @@
 """Every use of Triton's internals, in one place.
 
-gwatch-nb reaches past Triton's public API at five points. Each is here, with the
+gwatch-nb reaches past Triton's public API at six points. Each is here, with the
 Triton versions it is known to work on: 3.6.0 runs on the H200 (tests/gpu_checks.sh),
 3.9.0 runs the CPU test suite, and 3.4.0, 3.5.0 and 3.6.0 were read in their released
 wheels (what each lacks is said below and handled here):
@@ -27,6 +27,9 @@ wheels (what each lacks is said below and handled here):
   ``backend.make_cubin(src, metadata, options, capability)`` (3.4–3.9) and
   ``triton.backends.nvidia.compiler.get_ptxas`` returning a tool with ``path`` and
   ``version`` (3.4–3.9; it takes the capability from 3.6 on, nothing before).
+- **Driver choice** (``is_missing_gpu_driver``): a kernel compiled for a GPU, launched
+  where Triton finds no GPU driver, raises ``RuntimeError("0 active drivers (...)")``
+  (3.4–3.9).
 """
 from __future__ import annotations
 
@@ -195,3 +198,10 @@ def ptxas_identity(metadata: dict) -> str:
     _, capability, options = _target_and_options(metadata)
     tool = ptxas(capability)
     return f"{tool.path}|{tool.version}|{sorted(options.items())}"
+
+
+# ------------------------------------------------------------ driver choice
+
+def is_missing_gpu_driver(error: BaseException | None) -> bool:
+    """Triton's error for a kernel compiled for a GPU, launched where there is none."""
+    return isinstance(error, RuntimeError) and str(error).startswith("0 active drivers")

@@ -42,3 +42,19 @@ def test_an_interpreted_kernel_without_launch_hooks_is_named_as_such():
         pre_run_hooks = None
     with pytest.raises(UnsupportedTritonError, match=r"the interpreter tier needs Triton 3\.6 or later"):
         triton_compat.add_pre_run_hook(TritonBefore36InterpretedFunction(), lambda *a, **k: None)
+
+
+def test_tritons_missing_driver_error_is_recognised():
+    torch = pytest.importorskip("torch")
+    from gwatch_nb import NoGPUError
+    from gwatch_nb.cuda import driver
+    try:
+        driver.init()
+        pytest.skip("this machine has a GPU driver")
+    except NoGPUError:
+        pass
+    x = torch.randn(16)
+    with pytest.raises(RuntimeError) as caught:
+        basics.vector_add[(1,)](x, x, torch.empty_like(x), 16, BLOCK=16)
+    assert triton_compat.is_missing_gpu_driver(caught.value)
+    assert not triton_compat.is_missing_gpu_driver(RuntimeError("out of memory"))
