@@ -27,6 +27,7 @@ from . import api, triton_compat
 from .errors import GwatchError, NoMatchingKernelError, OptionError, TraceFailedError
 from .options import TraceOptions, tier_choices
 from .scopes import chosen_scopes
+from .trace import Trace
 
 #: The magic's flag for each option of TraceOptions and do_trace.
 FLAGS = {"kernel_name_pattern": "-k", "capacity": "-c", "launches": "-l", "scopes": "-s",
@@ -120,8 +121,12 @@ class GwatchMagics(Magics):
             raise UsageError(error.spelled(FLAGS, typed)) from None  # nothing ran: the cell must not half-run
         except GwatchError as error:
             raise UsageError(in_flags(str(error))) from None
-        for name in (TRACE_VARIABLE, WIDGET_VARIABLE, args.output):
-            self.shell.user_ns.pop(name, None)  # a cell that traces nothing must leave no older trace behind
+        # A cell that traces nothing must leave no older trace behind (only traces and the
+        # widget go: -o naming a variable of the user's own keeps it until a trace replaces it).
+        self.shell.user_ns.pop(WIDGET_VARIABLE, None)
+        for name in (TRACE_VARIABLE, args.output):
+            if isinstance(self.shell.user_ns.get(name), Trace):
+                del self.shell.user_ns[name]
         try:
             result = self.shell.run_cell(cell)
         finally:

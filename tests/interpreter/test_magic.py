@@ -83,6 +83,9 @@ def test_nothing_matching_fails_the_cell_and_leaves_no_older_trace(shell):
     assert "attn_fwd (1x)" in captured.stderr
     assert "tr_stale" not in shell.user_ns and "_gwatch" not in shell.user_ns
     assert shell.user_ns["value"] == 42  # the cell itself ran
+    shell.user_ns["mine"] = [1, 2]
+    result, _ = run(shell, "-k no_such_kernel --no-widget -o mine")
+    assert not result.success and shell.user_ns["mine"] == [1, 2]  # not a trace: the user's own, kept
 
 
 def test_the_displayed_widget_is_kept_for_python(shell):
