@@ -4,8 +4,9 @@ The interpreter runs a kernel's program instances one after another on the CPU. 
 launch of a matching kernel is noticed through Triton's pre-run hook of that kernel;
 each marker then records ``time.perf_counter_ns()`` for the running program instance.
 Each program instance becomes one "warp" (warp 0, SM 0) of the launch; its lifetime is
-taken from its first to its last marker. These are host times, not GPU times, and the
-Trace says so.
+taken from its first to its last marker; a capacity keeps that many events of each
+program instance and counts the rest as dropped, as the GPU tier does per warp. These
+are host times, not GPU times, and the Trace says so.
 """
 from __future__ import annotations
 

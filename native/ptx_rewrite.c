@@ -784,7 +784,8 @@ int gw_rewrite(const char *ptx, size_t length, const gw_scope_set *traced, gw_re
     if (!find_word(ptx, length, GWATCH_MARKER_WORD)) return 0; /* nothing to do: the module stays as it is */
     slice_set targets = {0}, computed = {0};
     collect_branch_targets(ptx, length, &targets);
-    int status = targets.failed ? fail(r, 0, "out of memory") : rewrite_lines(ptx, length, &targets, &computed, traced, r);
+    int status = targets.failed ? fail(r, 0, "out of memory")
+                                : rewrite_lines(ptx, length, &targets, &computed, traced, r);
     if (computed.failed && status == 0) status = fail(r, 0, "out of memory");
     slice_set_free(&targets);
     slice_set_free(&computed);

@@ -32,10 +32,10 @@ def test_lost_occupancy_is_a_warning():
 def test_views_get_one_line_per_measured_kernel():
     meta = {"instrumentation": {"b": _change(registers=(168, 255), local=(0, 2176)), "a": _change(), "c": {}}}
     assert summaries(meta) == [
-        "a instrumented: registers 100 → 110, local memory (spills) 0 → 0 B/thread, static shared 0 → 0 B/block, "
-        "2 → 2 blocks/SM",
-        "b instrumented: registers 168 → 255, local memory (spills) 0 → 2,176 B/thread, static shared 0 → 0 B/block, "
-        "2 → 2 blocks/SM"]
+        "a instrumented: registers 100 → 110, local memory (spills) 0 → 0 B/thread, "
+        "static shared 0 → 0 B/block, 2 → 2 blocks/SM",
+        "b instrumented: registers 168 → 255, local memory (spills) 0 → 2,176 B/thread, "
+        "static shared 0 → 0 B/block, 2 → 2 blocks/SM"]
     assert summaries({}) == []
 
 
