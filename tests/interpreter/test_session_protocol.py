@@ -12,6 +12,7 @@ from gwatch_nb import GwatchWarning, do_trace, load
 from gwatch_nb.cli import main as gwatch_cli
 from gwatch_nb.interpreter import InterpreterRecorder
 from gwatch_nb.options import TraceOptions
+from gwatch_nb.serializers import timeline_payload
 from gwatch_nb.tiers import TracingSession
 
 N = 3000
@@ -63,6 +64,10 @@ def test_session_problems_are_warnings_every_view_shows(tmp_path, capsys):
     assert "markers_not_found: vector_add: matched" in html.read_text()
     assert gwatch_cli(["show", str(archive)]) == 0
     assert "! markers_not_found: vector_add: matched" in capsys.readouterr().out
+    trace.to_perfetto(tmp_path / "trace.perfetto.json")
+    (run,) = json.loads((tmp_path / "trace.perfetto.json").read_text())["metadata"]["gwatch-nb"]["runs"]
+    assert run["warnings"] == [str(w) for w in trace.warnings]
+    assert timeline_payload(trace)["warnings"] == [str(w) for w in trace.warnings]  # what the widget lists
 
 
 def test_g_watch_positional_form_with_warmup_rep_and_dump_path(tmp_path):
