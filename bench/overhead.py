@@ -18,7 +18,6 @@ With --scopes, a case is also traced with only some of its scopes (variant
 import argparse
 import json
 import os
-import re
 import statistics
 import subprocess
 import sys
@@ -103,8 +102,9 @@ class _HookTimer:
 
 def _traced(call, inputs, iters, pattern, capacity, scopes=None):
     from gwatch_nb.cuda.session import TraceSession
+    from gwatch_nb.options import TraceOptions
     import torch
-    session = TraceSession(re.compile(pattern), capacity=capacity, scopes=scopes)
+    session = TraceSession(TraceOptions(pattern, "ptx", capacity, scopes=scopes))
     session.start()
     try:
         for i in range(iters):

@@ -1,59 +1,42 @@
-"""do_trace: run a function once and trace the matching kernel launches it makes."""
+"""do_trace: run a function and trace the matching kernel launches it makes."""
 from __future__ import annotations
 
+import dataclasses
 import datetime
+import numbers
 import platform
-import re
 import warnings
 from typing import Callable, Iterable, Mapping
 
-from .errors import GwatchWarning, NoMatchingKernelError, TraceFailedError
+from . import tiers
+from .errors import GwatchWarning, NoMatchingKernelError, OptionError, TraceFailedError
+from .options import TraceOptions
 from .scopes import chosen_scopes
 from .trace import Trace
 
 SUPPORTED_DSLS = ("triton",)
-SUPPORTED_TIERS = ("ptx", "interpreter")
+SUPPORTED_TIERS = tuple(tiers.TIERS)
 
 
-def parse_launches(launches) -> int | None:
-    """'all' -> None (no limit), 'first' -> 1, a positive int -> that many."""
-    if launches == "all" or launches is None:
-        return None
-    if launches == "first":
-        return 1
-    if isinstance(launches, int) and not isinstance(launches, bool) and launches > 0:
-        return launches
-    if isinstance(launches, str) and launches.isdigit() and int(launches) > 0:
-        return int(launches)
-    raise ValueError(f"launches must be 'first', 'all' or a positive integer, got {launches!r}")
-
-
-def compile_pattern(kernel_name_pattern: str) -> re.Pattern:
-    try:
-        return re.compile(kernel_name_pattern)
-    except (re.error, TypeError) as error:
-        raise ValueError(f"kernel_name_pattern {kernel_name_pattern!r} is not a regular expression ({error})") \
-            from None
-
-
-def _check_choices(dsl: str, tier: str) -> None:
+def _check_dsl(dsl: str) -> None:
     if dsl not in SUPPORTED_DSLS:
-        raise ValueError(f"dsl={dsl!r} is not supported; supported: {', '.join(SUPPORTED_DSLS)}")
-    if tier not in SUPPORTED_TIERS:
-        raise ValueError(f"instrumentation_tier={tier!r} is not supported; supported: {', '.join(SUPPORTED_TIERS)}")
+        raise OptionError("dsl", dsl, f"is not supported; supported: {', '.join(SUPPORTED_DSLS)}")
 
 
-def _meta(tier: str, pattern: re.Pattern, scopes: frozenset | None) -> dict:
-    from . import __version__
-    try:
-        import triton
-        triton_version = triton.__version__
-    except ImportError:
-        triton_version = None
-    return {"tier": tier, "kernel_name_pattern": pattern.pattern,
-            "scopes_traced": None if scopes is None else sorted(scopes), "gwatch_nb_version": __version__,
-            "triton_version": triton_version, "host": platform.node(),
-            "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
+def _runs(option: str, value, least: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < least:
+        raise OptionError(option, value, f"must be an integer of at least {least} (runs of fn)")
+    return int(value)
+
+
+def _meta(session: tiers.TracingSession) -> dict:
+    from . import __version__, triton_compat
+    options = session.options
+    return {"tier": session.tier, "kernel_name_pattern": options.pattern.pattern,
+            "scopes_traced": None if options.scopes is None else sorted(options.scopes),
+            "gwatch_nb_version": __version__, "triton_version": triton_compat.version(), "host": platform.node(),
+            "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            **session.meta()}
 
 
 def _describe_launched(launched: Mapping[str, int]) -> str:
@@ -66,66 +49,70 @@ def _describe_launched(launched: Mapping[str, int]) -> str:
 
 def do_trace(fn: Callable[[], object], kernel_name_pattern: str, dsl: str = "triton",
              scope_name_map: Mapping[int, str] | None = None, instrumentation_tier: str = "ptx",
-             capacity: int | None = None, launches="all", scopes: Iterable[int | str] | None = None) -> Trace:
-    """Run ``fn()`` once and trace every launch of a kernel whose name matches
+             capacity: int | None = None, launches="all", scopes: Iterable[int | str] | None = None, *,
+             warmup: int = 0, rep: int = 1, dump_path=None) -> Trace:
+    """Run ``fn()`` and trace every launch of a kernel whose name matches
     ``kernel_name_pattern`` (``re.search``).
 
     ``instrumentation_tier``: ``"ptx"`` traces on the GPU; ``"interpreter"`` records host
-    time under ``TRITON_INTERPRET=1`` (no GPU needed). ``capacity``: events per warp
-    (default: sized from free GPU memory). ``launches``: ``"all"``, ``"first"`` or N.
-    ``scopes``: record only these scopes (ids, or names from ``scope_name_map``); the
-    other markers stay idle and cost nothing, so the kernel runs closer to its own speed.
+    time under ``TRITON_INTERPRET=1`` (no GPU needed); ``"auto"`` is the GPU when there is
+    one, else the interpreter. ``capacity``: events per warp (default: sized from free
+    GPU memory). ``launches``: ``"all"``, ``"first"`` or N. ``scopes``: record only these
+    scopes (ids, or names from ``scope_name_map``); the other markers stay idle and cost
+    nothing, so the kernel runs closer to its own speed. ``warmup``: runs of ``fn``
+    before tracing (compiling, autotuning, caches), untraced; ``rep``: runs of ``fn``
+    while tracing (each run's matching launches are traced, up to ``launches``).
+    ``dump_path``: also save the Trace there (the ``.json`` archive ``gwatch show`` and
+    ``gwatch_nb.load`` read, whatever the extension).
 
     Raises NoMatchingKernelError (listing what did launch) when nothing matched, and
     TraceFailedError when matching launches could not be traced."""
-    session = start(kernel_name_pattern, dsl, instrumentation_tier, capacity, launches,
-                    scopes=chosen_scopes(scopes, scope_name_map))
-    try:
+    _check_dsl(dsl)
+    warmup, rep = _runs("warmup", warmup, 0), _runs("rep", rep, 1)
+    options = TraceOptions(kernel_name_pattern, instrumentation_tier, capacity, launches,
+                           chosen_scopes(scopes, scope_name_map))
+    for _ in range(warmup):
         fn()
+    session = start(options)
+    try:
+        for _ in range(rep):
+            fn()
     finally:
         session.stop()
-    if getattr(session, "interrupted", False):
+    if session.interrupted:
         raise KeyboardInterrupt
     trace = finish(session, scope_name_map)
-    for message in trace.meta["problems"] + [str(w) for w in trace.warnings]:
-        warnings.warn(message, GwatchWarning, stacklevel=2)
+    for warning in trace.warnings:
+        warnings.warn(str(warning), GwatchWarning, stacklevel=2)
+    if dump_path is not None:
+        from .archive import save
+        save(trace, dump_path)
     return trace
 
 
-def start(kernel_name_pattern: str, dsl: str = "triton", instrumentation_tier: str = "ptx",
-          capacity: int | None = None, launches="all", on_instrument=None, scopes: frozenset | None = None):
-    """Begin tracing (the first half of do_trace); raises before anything runs if tracing
-    cannot work. ``on_instrument(kernel_name)`` is told before a kernel is instrumented;
-    ``scopes``: the scope ids to record (``chosen_scopes``), None for all."""
-    _check_choices(dsl, instrumentation_tier)
-    pattern = compile_pattern(kernel_name_pattern)
-    max_launches = parse_launches(launches)
-    if instrumentation_tier == "interpreter":
-        from .interpreter import InterpreterRecorder
-        session = InterpreterRecorder(pattern, max_launches, scopes)
-    else:
-        from .cuda.session import TraceSession
-        session = TraceSession(pattern, capacity, max_launches, on_instrument=on_instrument, scopes=scopes)
-    session.tier = instrumentation_tier
+def start(options: TraceOptions) -> tiers.TracingSession:
+    """Begin tracing (the first half of do_trace): the tier ("auto" decided here) opens
+    its session; raises before anything runs if tracing cannot work."""
+    options = dataclasses.replace(options, tier=tiers.resolve(options.tier))
+    session = tiers.open_session(options)
     session.start()
     return session
 
 
-def finish(session, scope_name_map: Mapping[int, str] | None = None) -> Trace:
-    """The Trace of a stopped session (the second half of do_trace).
+def finish(session: tiers.TracingSession, scope_name_map: Mapping[int, str] | None = None) -> Trace:
+    """The Trace of a stopped session (the second half of do_trace); the session's
+    problems become its warnings (``meta["problems"]``).
 
     Raises NoMatchingKernelError (listing what did launch) when nothing matched, and
     TraceFailedError when matching launches could not be traced."""
     records = session.records()
-    problems = list(session.problems.values())
+    problems = session.problems()
     if not records:
         if problems:
-            raise TraceFailedError("; ".join(problems))
-        hint = ""
-        if session.tier == "interpreter" and not session.launched:
-            hint = " (on the interpreter tier, set TRITON_INTERPRET=1 before the kernels are defined)"
-        raise NoMatchingKernelError(f"no launched kernel matched {session.pattern.pattern!r}; "
+            raise TraceFailedError("; ".join(p.message for p in problems), problems[0].kind)
+        hint = "" if session.launched else tiers.TIERS[session.tier].nothing_launched_hint
+        raise NoMatchingKernelError(f"no launched kernel matched {session.options.pattern.pattern!r}; "
                                     f"{_describe_launched(session.launched)}{hint}")
-    trace = Trace(records, scope_name_map, _meta(session.tier, session.pattern, session.scopes))
-    trace.meta["problems"] = problems
-    return trace
+    meta = _meta(session)
+    meta["problems"] = [dataclasses.asdict(p) for p in problems]
+    return Trace(records, scope_name_map, meta)

@@ -22,7 +22,34 @@ class NoMatchingKernelError(GwatchError):
 
 
 class TraceFailedError(GwatchError):
-    """Matching launches could not be traced (graph capture, PTX not found, ptxas or JIT failure)."""
+    """Matching launches could not be traced (graph capture, PTX not found, ptxas or JIT failure).
+
+    ``kind`` names the step that failed (a key of ``tiers.PROBLEM_KINDS``)."""
+
+    def __init__(self, message: str, kind: str = "trace_failed"):
+        super().__init__(message)
+        self.kind = kind
+
+
+class UnsupportedTritonError(GwatchError):
+    """This Triton lacks what a tier needs; names the version and what to install."""
+
+
+class OptionError(GwatchError, ValueError):
+    """A tracing option has a value it cannot take; names the option, the value and why.
+
+    ``str()`` names the option as Python spells it (``capacity=1 must be ...``);
+    ``spelled`` names it as another front end does (``-c 1 must be ...``)."""
+
+    def __init__(self, option: str, value, problem: str):
+        self.option, self.value, self.problem = option, value, problem
+        super().__init__(f"{option}={value!r} {problem}")
+
+    def spelled(self, names: dict[str, str], typed: dict[str, str] | None = None) -> str:
+        """The message with the option named ``names[option]`` and its value as ``typed``
+        gives it (else as the option holds it)."""
+        value = (typed or {}).get(self.option, self.value)
+        return f"{names.get(self.option, self.option)} {value} {self.problem}"
 
 
 class ArchiveError(GwatchError, ValueError):

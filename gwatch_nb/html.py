@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 from typing import Sequence
 
+from . import instrumentation_cost
 from .analysis import scope_stats
 from .charts import all_charts
 from .serializers import embedded_state, script_json, timeline_payload
@@ -84,6 +85,7 @@ def _run_facts(trace: Trace) -> str:
         facts.append(f"only scopes {', '.join(map(str, trace.meta['scopes_traced']))} traced")
     if trace.meta.get("created"):
         facts.append(f"recorded {trace.meta['created']}")
+    facts += instrumentation_cost.summaries(trace.meta)
     return " · ".join(html.escape(f) for f in facts)
 
 

@@ -4,21 +4,24 @@ The interpreter runs a kernel's program instances one after another on the CPU. 
 launch of a matching kernel is noticed through Triton's pre-run hook of that kernel;
 each marker then records ``time.perf_counter_ns()`` for the running program instance.
 Each program instance becomes one "warp" (warp 0, SM 0) of the launch; its lifetime is
-taken from its first to its last marker. These are host times, not GPU times, and the
-Trace says so.
+taken from its first to its last marker; a capacity keeps that many events of each
+program instance and counts the rest as dropped, as the GPU tier does per warp. These
+are host times, not GPU times, and the Trace says so.
 """
 from __future__ import annotations
 
-import gc
-import re
 import threading
 import time
+from collections import Counter
 
 import numpy as np
 
+from . import triton_compat
 from .layout import make_tag
+from .options import TraceOptions
 from .records import WARP_DTYPE, LaunchRecords
 from .scopes import no_markers_message
+from .tiers import Problem
 
 _active: "InterpreterRecorder | None" = None
 
@@ -30,13 +33,6 @@ def record(scope_id: int, is_end: bool) -> None:
         recorder.add(scope_id, is_end)
 
 
-def interpreted_kernels() -> list:
-    """Every Triton kernel object of this process that runs on the interpreter."""
-    from triton.runtime.interpreter import InterpretedFunction
-    # type() rather than isinstance(): some objects warn when their __class__ is read.
-    return [obj for obj in gc.get_objects() if issubclass(type(obj), InterpretedFunction)]
-
-
 class _Launch:
     def __init__(self, kernel: str):
         self.kernel = kernel
@@ -46,41 +42,70 @@ class _Launch:
         self.tags: list[int] = []
 
 
-class InterpreterRecorder:
-    """Collects marker events of matching interpreted kernels between start() and stop()."""
+class _Current(threading.local):
+    launch: _Launch | None = None  # the matching launch this thread runs, if any
 
-    def __init__(self, pattern: re.Pattern, max_launches: int | None = None, scopes: frozenset | None = None):
-        self.pattern = pattern
-        self.max_launches = max_launches
-        self.scopes = scopes  # scope ids recorded; None: all
-        self.launched: dict[str, int] = {}  # every interpreted kernel seen launching, matching or not
-        self.problems: dict[tuple[str, str], str] = {}  # (kind, kernel) -> one-line message
+
+class InterpreterRecorder:
+    """Collects marker events of matching interpreted kernels between start() and stop()
+    (a ``tiers.TracingSession``). ``options.capacity`` keeps that many events per
+    program instance, as the GPU tier does per warp; the rest are counted as dropped."""
+
+    tier = "interpreter"
+
+    def __init__(self, options: TraceOptions):
+        self.options = options
+        self.interrupted = False  # an interrupt reaches the traced code itself here
+        self._launched: Counter[str] = Counter()
+        self._problems: list[Problem] = []
+        self._records: list[LaunchRecords] = []
         self._launches: list[_Launch] = []
         self._hooked: list = []
-        self._current = threading.local()
+        self._current = _Current()
+
+    @property
+    def launched(self) -> Counter[str]:
+        return self._launched
 
     def start(self) -> None:
         global _active
-        for kernel in interpreted_kernels():
+        for kernel in triton_compat.interpreted_kernels():
             hook = self._hook_for(kernel.__name__)
-            kernel.add_pre_run_hook(hook)
+            triton_compat.add_pre_run_hook(kernel, hook)
             self._hooked.append((kernel, hook))
         _active = self
 
     def stop(self) -> None:
         global _active
-        _active = None
+        if _active is self:
+            _active = None
         for kernel, hook in self._hooked:
-            if hook in kernel.pre_run_hooks:
-                kernel.pre_run_hooks.remove(hook)
+            triton_compat.remove_pre_run_hook(kernel, hook)
         self._hooked.clear()
+        for launch in self._launches:
+            if launch.times:
+                self._records.append(self._to_records(launch, self.options.capacity))
+            else:
+                self._problems.append(Problem("markers_not_found", launch.kernel,
+                                              no_markers_message(launch.kernel, self.options.scopes)))
+        self._launches.clear()
+
+    def records(self) -> list[LaunchRecords]:
+        return list(self._records)
+
+    def problems(self) -> list[Problem]:
+        return list(self._problems)
+
+    def meta(self) -> dict:
+        return {}
 
     def _hook_for(self, name: str):
-        matches = bool(self.pattern.search(name))
+        matches = bool(self.options.pattern.search(name))
+        limit = self.options.max_launches
 
         def on_launch(*args, **kwargs):
-            self.launched[name] = self.launched.get(name, 0) + 1
-            keep = matches and (self.max_launches is None or len(self._launches) < self.max_launches)
+            self._launched[name] += 1
+            keep = matches and (limit is None or len(self._launches) < limit)
             launch = _Launch(name) if keep else None
             if launch is not None:
                 self._launches.append(launch)
@@ -90,23 +115,18 @@ class InterpreterRecorder:
 
     def add(self, scope_id: int, is_end: bool) -> None:
         now = time.perf_counter_ns()
-        launch = getattr(self._current, "launch", None)
-        if launch is None or (self.scopes is not None and scope_id not in self.scopes):
+        launch = self._current.launch
+        scopes = self.options.scopes
+        if launch is None or (scopes is not None and scope_id not in scopes):
             return
-        from triton.runtime.interpreter import interpreter_builder
-        launch.grid = tuple(interpreter_builder.grid_dim)
-        launch.pids.append(tuple(interpreter_builder.grid_idx))
+        grid, pid = triton_compat.program_position()
+        launch.grid = grid
+        launch.pids.append(pid)
         launch.times.append(now)
         launch.tags.append(make_tag(scope_id, is_end))
 
-    def records(self) -> list[LaunchRecords]:
-        for launch in self._launches:
-            if not launch.times:
-                self.problems.setdefault(("no_markers", launch.kernel), no_markers_message(launch.kernel, self.scopes))
-        return [self._to_records(launch) for launch in self._launches if launch.times]
-
     @staticmethod
-    def _to_records(launch: _Launch) -> LaunchRecords:
+    def _to_records(launch: _Launch, capacity: int | None) -> LaunchRecords:
         pids = np.array(launch.pids, dtype=np.int64).reshape(-1, 3)
         times = np.array(launch.times, dtype=np.int64)
         tags = np.array(launch.tags, dtype=np.uint32)
@@ -114,13 +134,17 @@ class InterpreterRecorder:
         key = (pids[:, 2] * launch.grid[1] + pids[:, 1]) * launch.grid[0] + pids[:, 0]
         order = np.argsort(key, kind="stable")
         key, times, tags, pids = key[order], times[order], tags[order], pids[order]
-        first = np.flatnonzero(np.concatenate(([True], key[1:] != key[:-1]))) if len(key) else np.zeros(0, int)
+        first = np.flatnonzero(np.concatenate(([True], key[1:] != key[:-1])))
         last = np.append(first[1:], len(key)) - 1
+        attempted = last - first + 1
+        kept = attempted if capacity is None else np.minimum(attempted, capacity)
+        keep = np.arange(len(key)) - np.repeat(first, attempted) < np.repeat(kept, attempted)
         warps = np.zeros(len(first), WARP_DTYPE)
         warps["block_x"], warps["block_y"], warps["block_z"] = pids[first, 0], pids[first, 1], pids[first, 2]
         warps["gt_entry"] = warps["ck_entry"] = times[first]
         warps["gt_exit"] = warps["ck_exit"] = times[last]
-        warps["n_events"] = last - first + 1
-        return LaunchRecords(kernel=launch.kernel, grid=launch.grid, block=(1, 1, 1), capacity=0,
-                             warps=warps, cycles=times, tags=tags,
+        warps["n_events"] = kept
+        warps["n_dropped"] = attempted - kept
+        return LaunchRecords(kernel=launch.kernel, grid=launch.grid, block=(1, 1, 1), capacity=capacity or 0,
+                             warps=warps, cycles=times[keep], tags=tags[keep],
                              info={"device": "Triton interpreter (CPU)"})

@@ -9,7 +9,11 @@ runs to its untraced speed.)
 
 The cell runs once, through the shell, exactly as it would without the magic (its
 output, its variables, its last expression); the trace is stopped in a ``finally``, so
-an exception or an interrupt in the cell leaves nothing switched on."""
+an exception or an interrupt in the cell leaves nothing switched on. The Trace is kept
+in ``_gwatch`` (and the ``-o`` variable), the timeline widget displayed under the cell
+in ``_gwatch_widget`` (``_gwatch_widget.selected`` is what was clicked). A cell whose
+trace found nothing fails, and leaves no trace in those variables: a notebook run top
+to bottom stops there instead of going on with an older trace."""
 from __future__ import annotations
 
 import time
@@ -19,9 +23,17 @@ from IPython.core.magic import Magics, cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 from IPython.display import display
 
-from . import api
-from .errors import GwatchError, NoMatchingKernelError, TraceFailedError
+from . import api, triton_compat
+from .errors import GwatchError, NoMatchingKernelError, OptionError, TraceFailedError
+from .options import TraceOptions, tier_choices
 from .scopes import chosen_scopes
+from .trace import Trace
+
+#: The magic's flag for each option of TraceOptions and do_trace.
+FLAGS = {"kernel_name_pattern": "-k", "capacity": "-c", "launches": "-l", "scopes": "-s",
+         "instrumentation_tier": "-t"}
+#: Names the magic sets in the user's namespace.
+TRACE_VARIABLE, WIDGET_VARIABLE = "_gwatch", "_gwatch_widget"
 
 
 def unquote(text: str | None) -> str | None:
@@ -43,16 +55,11 @@ def parse_scope_names(text: str) -> dict[int, str]:
     return names
 
 
-def resolve_tier(tier: str) -> str:
-    """'auto' means the GPU when there is one, else the Triton interpreter."""
-    if tier != "auto":
-        return tier
-    from .cuda import driver
-    try:
-        driver.init()
-        return "ptx"
-    except GwatchError:
-        return "interpreter"
+def in_flags(text: str) -> str:
+    """A message written for Python (``capacity=4``) as the magic's own words (``-c 4``)."""
+    for option, flag in FLAGS.items():
+        text = text.replace(f"{option}=", f"{flag} ")
+    return text
 
 
 class _Progress:
@@ -83,57 +90,77 @@ class GwatchMagics(Magics):
     @magic_arguments()
     @argument("-k", "--kernel", required=True, help="regular expression for the kernel names to trace (re.search)")
     @argument("-n", "--names", default="", help="scope names, e.g. 100=load_kv,101=dot_qk")
-    @argument("-o", "--output", help="also store the Trace in this variable (it is always in _gwatch)")
-    @argument("-c", "--capacity", type=int, help="events per warp (default: sized from free GPU memory)")
+    @argument("-o", "--output", help=f"also store the Trace in this variable (it is always in {TRACE_VARIABLE})")
+    @argument("-c", "--capacity", type=int, help="events per warp (per program instance on the interpreter tier); "
+              "default: sized from free GPU memory, all on the interpreter tier")
     @argument("-s", "--scopes", help="record only these scopes, by id or by name from --names, e.g. 101,dot_pv "
               "(the others cost nothing)")
     @argument("-l", "--launches", default="all", help="which matching launches to trace: first, all, or N")
-    @argument("-t", "--tier", default="auto", choices=["auto", "ptx", "interpreter"],
+    @argument("-t", "--tier", default="auto", choices=list(tier_choices()),
               help="ptx: on the GPU; interpreter: host time under TRITON_INTERPRET=1; auto: the GPU if there is one")
-    @argument("--no-widget", action="store_true", help="do not display the timeline and charts")
+    @argument("--no-widget", action="store_true", help=f"do not display the timeline (kept in {WIDGET_VARIABLE}) "
+              "and charts")
     @cell_magic
     def gwatch(self, line: str, cell: str):
         """Trace when each scope of the matching kernels ran on every warp."""
         args = parse_argstring(self.gwatch, line)
-        args.kernel, args.names, args.output = unquote(args.kernel), unquote(args.names), unquote(args.output)
+        args.kernel, args.names, args.output, args.scopes = (unquote(args.kernel), unquote(args.names),
+                                                              unquote(args.output), unquote(args.scopes))
         names = parse_scope_names(args.names)
         if args.output is not None and not args.output.isidentifier():
             raise UsageError(f"-o needs a variable name, got {args.output!r}")
         progress = _Progress()
         try:
             scopes = None if args.scopes is None else chosen_scopes(
-                [part for part in unquote(args.scopes).split(",") if part.strip()], names)
-            session = api.start(args.kernel, "triton", resolve_tier(args.tier), args.capacity, args.launches,
-                                on_instrument=progress.instrumenting, scopes=scopes)
-        except (GwatchError, ValueError) as error:
-            raise UsageError(str(error)) from None  # nothing ran: the cell must not half-run
+                [part for part in args.scopes.split(",") if part.strip()], names)
+            options = TraceOptions(args.kernel, args.tier, args.capacity, args.launches, scopes,
+                                   on_instrument=progress.instrumenting)
+            session = api.start(options)
+        except OptionError as error:
+            typed = {"scopes": args.scopes, "launches": args.launches, "kernel_name_pattern": args.kernel}
+            raise UsageError(error.spelled(FLAGS, typed)) from None  # nothing ran: the cell must not half-run
+        except GwatchError as error:
+            raise UsageError(in_flags(str(error))) from None
+        # A cell that traces nothing must leave no older trace behind (only traces and the
+        # widget go: -o naming a variable of the user's own keeps it until a trace replaces it).
+        self.shell.user_ns.pop(WIDGET_VARIABLE, None)
+        for name in (TRACE_VARIABLE, args.output):
+            if isinstance(self.shell.user_ns.get(name), Trace):
+                del self.shell.user_ns[name]
         try:
             result = self.shell.run_cell(cell)
         finally:
             session.stop()
         progress.done()
+        if session.interrupted:
+            raise KeyboardInterrupt
         if not result.success:
             # The shell has shown the traceback; fail this cell too (one line, no second traceback).
             error = result.error_before_exec or result.error_in_exec
+            if session.tier == "interpreter" and triton_compat.is_missing_gpu_driver(error):
+                raise UsageError("there is no GPU here, so the trace ran on the interpreter tier, but the kernel "
+                                 "was compiled for a GPU: set TRITON_INTERPRET=1 before triton is imported "
+                                 "(os.environ['TRITON_INTERPRET'] = '1' in the first cell, after restarting the "
+                                 "kernel), then run the cells again")
             raise UsageError(f"the cell raised {type(error).__name__}; the trace was stopped and discarded")
         try:
             trace = api.finish(session, names)
         except (NoMatchingKernelError, TraceFailedError) as error:
-            print(f"gwatch: {error}")
-            return
-        self.shell.user_ns["_gwatch"] = trace
+            raise UsageError(in_flags(f"gwatch: {error}")) from None
+        self.shell.user_ns[TRACE_VARIABLE] = trace
         if args.output:
             self.shell.user_ns[args.output] = trace
         self._report(trace, args.no_widget)
 
-    @staticmethod
-    def _report(trace, no_widget: bool) -> None:
+    def _report(self, trace, no_widget: bool) -> None:
         launches = trace.launches
         print(f"gwatch: {len(launches)} launch(es) of {', '.join(sorted(set(launches.kernel)))}, "
               f"{int(launches.scope_instances.sum()):,} scope instances on {int(launches.warps.sum()):,} warps "
               f"({trace.meta['time_source']})")
-        for message in trace.meta["problems"] + [str(w) for w in trace.warnings]:
-            print(f"gwatch warning: {message}")
+        for warning in trace.warnings:
+            print(in_flags(f"gwatch warning: {warning}"))
         if not no_widget:
-            display(trace.widget())
+            widget = trace.widget()
+            self.shell.user_ns[WIDGET_VARIABLE] = widget
+            display(widget)
             display(trace.charts())

@@ -198,7 +198,8 @@ def write(runs: Sequence[tuple[str, Trace]], path, group_by: str = "sm") -> None
                 first_id + len(trace.df)
             about.append({"label": label, "tier": trace.meta.get("tier"), "time_source": trace.meta.get("time_source"),
                           "scopes_traced": trace.meta.get("scopes_traced"),
-                          "kernels": sorted(set(trace.launches["kernel"])) if len(trace.launches) else []})
+                          "kernels": sorted(set(trace.launches["kernel"])) if len(trace.launches) else [],
+                          "warnings": [str(w) for w in trace.warnings]})
         out.write(b'\n],"metadata":' + _json({"gwatch-nb": {"runs": about}}).encode() + b"}\n")
     os.replace(partial, path)
 

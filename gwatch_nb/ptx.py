@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import os
-import re
 import subprocess
 import tempfile
 from dataclasses import dataclass
@@ -46,10 +45,6 @@ class PTXRewriteError(ValueError):
     """The PTX holds sentinels the rewriter cannot place (the message names the line)."""
 
 
-# The comment Triton copies from a marker's inline asm (gwatch_nb/triton.py) into the PTX.
-SENTINEL = re.compile(r"// gwatch\.scope_(start|end) (\d+)")
-
-
 def instrument(ptx: str, scopes: AbstractSet[int] | None = None) -> InstrumentedPTX:
     """Rewrite every gwatch sentinel in a PTX module into a trace record.
 
@@ -57,12 +52,10 @@ def instrument(ptx: str, scopes: AbstractSet[int] | None = None) -> Instrumented
     buffer, the capacity, the records per slot), a prologue and an epilogue; a module
     without sentinels comes back as the very same string. ``sites`` are in the module's
     order: a record names its first marker by its index there. With ``scopes``, only
-    the markers of those scope ids are rewritten; the others stay idle markers, which
-    ptxas compiles to nothing."""
-    if scopes is not None:
-        ptx = untraced_outside(ptx, scopes)
+    the markers of those scope ids are rewritten; the rewriter leaves the others idle
+    comments, which ptxas compiles to nothing."""
     try:
-        text, sites, entries = _native.instrument(ptx)
+        text, sites, entries = _native.instrument(ptx, None if scopes is None else sorted(scopes))
     except ValueError as error:
         raise PTXRewriteError(str(error)) from None
     entry_list = tuple(Entry(*e) for e in entries)
@@ -74,19 +67,10 @@ def instrument(ptx: str, scopes: AbstractSet[int] | None = None) -> Instrumented
     )
 
 
-def untraced_outside(ptx: str, scopes: AbstractSet[int]) -> str:
-    """The PTX with the sentinels of scope ids outside ``scopes`` renamed, so the
-    rewriter passes them by."""
-    def rename(match: re.Match) -> str:
-        kind, scope_id = match.groups()
-        return match.group(0) if int(scope_id) in scopes else f"// gwatch untraced {kind} {scope_id}"
-    return SENTINEL.sub(rename, ptx)
-
-
 def ptxas_path(capability: int = 90) -> str:
     """The ptxas Triton itself uses for this compute capability."""
-    from triton.backends.nvidia.compiler import get_ptxas
-    return get_ptxas(capability).path
+    from .triton_compat import ptxas
+    return ptxas(capability).path
 
 
 def assemble(ptx: str, arch: str = "sm_90a", options: tuple[str, ...] = ()) -> bytes:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from . import analysis
+from . import analysis, instrumentation_cost
 from .trace import Trace
 
 VIEWS = ("stats", "pipeline", "timeline", "concurrency", "outliers")
@@ -180,6 +180,7 @@ def _header(trace: Trace, selection: Selection, selected: pd.DataFrame, launch: 
         "scope_instances": len(trace.df), "selected_instances": len(selected),
         "selection": selection.describe(), "focus_launch": launch,
         "warnings": [str(w) for w in trace.warnings],
+        "instrumentation": instrumentation_cost.summaries(trace.meta),
     }
 
 
@@ -480,6 +481,7 @@ def _format_header(h: dict, style: _Style) -> list[str]:
             else:
                 parts.append(f"{key} {value if not isinstance(value, list) else ','.join(map(str, value))}")
         lines.append(f"selected: {', '.join(parts)}{dot}{h['selected_instances']:,} instances")
+    lines += h["instrumentation"]
     lines.append("warnings: none" if not h["warnings"] else "warnings:")
     lines += [f"  ! {w}" for w in h["warnings"]]
     return lines

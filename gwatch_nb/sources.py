@@ -5,12 +5,13 @@ options live either in the files Triton's load hook names (kernels loaded while 
 is active) or on Triton's in-process CompiledKernel objects (kernels loaded before)."""
 from __future__ import annotations
 
-import gc
 import hashlib
 import json
 import os
 import weakref
 from dataclasses import dataclass, field
+
+from . import triton_compat
 
 
 @dataclass(frozen=True)
@@ -31,16 +32,6 @@ class KernelSource:
 _scanned: dict[int, tuple[weakref.ref, KernelSource]] = {}
 
 
-def _metadata_dict(metadata) -> dict:
-    if hasattr(metadata, "_asdict"):
-        metadata = metadata._asdict()
-    out = dict(metadata)
-    target = out.get("target")
-    if target is not None and not isinstance(target, dict):
-        out["target"] = {"backend": target.backend, "arch": target.arch, "warp_size": target.warp_size}
-    return out
-
-
 class TritonSources:
     """Finds Triton kernels' PTX by CUfunction handle, for one trace session."""
 
@@ -50,17 +41,13 @@ class TritonSources:
         self._hook_installed = False
 
     def install(self) -> None:
-        """Start noting kernels Triton loads (its kernel_load_end_hook)."""
-        from triton import knobs
-        hooks = getattr(knobs.runtime, "kernel_load_end_hook", None)
-        if hooks is not None and hasattr(hooks, "add"):
-            hooks.add(self._on_load)
-            self._hook_installed = True
+        """Start noting kernels Triton loads (where its load hook exists; the scan of
+        compiled kernels finds the others)."""
+        self._hook_installed = triton_compat.add_load_hook(self._on_load)
 
     def uninstall(self) -> None:
         if self._hook_installed:
-            from triton import knobs
-            knobs.runtime.kernel_load_end_hook.remove(self._on_load)
+            triton_compat.remove_load_hook(self._on_load)
             self._hook_installed = False
 
     def _on_load(self, module, function, name, metadata_group, hash) -> None:
@@ -92,12 +79,12 @@ class TritonSources:
         if json_path and os.path.exists(json_path):
             with open(json_path) as f:
                 metadata = json.load(f)
-        return KernelSource(name, ptx, _metadata_dict(metadata), "load-hook")
+        return KernelSource(name, ptx, triton_compat.metadata_dict(metadata), "load-hook")
 
     @staticmethod
     def _from_compiled_kernels(handle: int) -> KernelSource | None:
         known = _scanned.get(handle)
-        if known is None or getattr(known[0](), "function", None) != handle:
+        if known is None or triton_compat.loaded_handle(known[0]()) != handle:
             _scan_compiled_kernels()
             known = _scanned.get(handle)
         return known[1] if known else None
@@ -105,19 +92,8 @@ class TritonSources:
 
 def _scan_compiled_kernels() -> None:
     """Index every loaded CompiledKernel of the process (one pass over the heap)."""
-    try:
-        from triton.compiler.compiler import CompiledKernel
-    except ImportError:
-        return
-    for handle in [h for h, (ref, _) in _scanned.items() if getattr(ref(), "function", None) != h]:
+    for handle in [h for h, (ref, _) in _scanned.items() if triton_compat.loaded_handle(ref()) != h]:
         del _scanned[handle]
-    for obj in gc.get_objects():
-        if not issubclass(type(obj), CompiledKernel):
-            continue
-        handle = getattr(obj, "function", None)
-        if not handle or handle in _scanned:
-            continue
-        ptx = obj.asm.get("ptx") if hasattr(obj.asm, "get") else None
-        if ptx is not None:
-            _scanned[handle] = (weakref.ref(obj), KernelSource(obj.name, ptx, _metadata_dict(obj.metadata),
-                                                               "compiled-kernel"))
+    for obj, handle, name, ptx, metadata in triton_compat.compiled_kernels():
+        if handle not in _scanned:
+            _scanned[handle] = (weakref.ref(obj), KernelSource(name, ptx, metadata, "compiled-kernel"))

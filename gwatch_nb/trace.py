@@ -255,6 +255,8 @@ class Trace:
             missing = int(launch.records.info.get("missing_warps", 0))
             if missing:
                 add("missing_warps", "trace slots no warp wrote", missing, index, launch, [])
+        for problem in self.meta.get("problems", []):  # what the tracing session met (tiers.Problem)
+            found[(problem["kind"], problem["kernel"])] = TraceWarning(problem["kind"], problem["message"], 1)
         return list(found.values())
 
     # ------------------------------------------------------------ outputs

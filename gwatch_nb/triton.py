@@ -7,14 +7,14 @@ calls record host timestamps per program instance (the interpreter tier).
 """
 from __future__ import annotations
 
-import inspect
-
-from triton.language import core
-
-from . import interpreter
+from . import interpreter, triton_compat
+from ._native import FORMAT
 from .layout import MAX_SCOPE_ID
 
 __all__ = ["scope_start", "scope_end", "MarkerError"]
+
+#: The comment each marker leaves in the PTX, before its scope id (native/gwatch_format.h).
+MARKER_TEXT = {"start": FORMAT["MARKER_START"], "end": FORMAT["MARKER_END"]}
 
 
 class MarkerError(ValueError):
@@ -22,7 +22,7 @@ class MarkerError(ValueError):
 
 
 def _scope_id(value) -> int:
-    value = core._unwrap_if_constexpr(value)
+    value = triton_compat.constexpr_value(value)
     if isinstance(value, bool) or not isinstance(value, int):
         raise MarkerError(
             f"gwatch scope id must be a compile-time integer (a literal or tl.constexpr), got {value!r}")
@@ -31,31 +31,22 @@ def _scope_id(value) -> int:
     return value
 
 
-def _sentinel(kind: str, scope_id: int, _semantic, _builder):
-    # The asm must produce a value (Triton requires one); ptxas drops the unused mov.
-    # is_pure=False keeps the marker where it was written in program order.
-    asm = f"// gwatch.scope_{kind} {scope_id}\n\tmov.u32 $0, 0;"
-    context = {"_semantic": _semantic} if _semantic is not None else {"_builder": _builder}
-    return core.inline_asm_elementwise(asm, "=r", [], dtype=core.int32, is_pure=False, pack=1, **context)
-
-
 def _marker(kind: str):
     is_end = kind == "end"
 
     def marker(scope_id, _semantic=None, _builder=None):
         sid = _scope_id(scope_id)
-        if _semantic is None and _builder is None:
+        context = triton_compat.compile_context(_semantic, _builder)
+        if context is None:
             # Called by the interpreter (it passes no compiler context to our builtin).
             interpreter.record(sid, is_end)
             return None
-        return _sentinel(kind, sid, _semantic, _builder)
+        # The asm must produce a value; ptxas drops the unused mov.
+        return triton_compat.inline_asm(f"{MARKER_TEXT[kind]} {sid}\n\tmov.u32 $0, 0;", context)
 
     marker.__name__ = marker.__qualname__ = f"scope_{kind}"
     marker.__doc__ = f"Mark the {kind} of scope ``scope_id`` (a compile-time int in [0, {MAX_SCOPE_ID}])."
-    # Mark it a Triton builtin: the code generator then calls it with its compiler context.
-    setattr(marker, core.TRITON_BUILTIN, True)
-    marker.signature = inspect.signature(marker)
-    return marker
+    return triton_compat.builtin(marker)
 
 
 scope_start = _marker("start")

@@ -53,9 +53,36 @@
 #define GWATCH_MAX_SCOPE_ID 32767
 #define GWATCH_GROUP_MAX_EVENTS 16
 
+/* The markers' text: a marker's inline asm (gwatch_nb/triton.py) is this comment and the
+ * scope id in decimal, "// gwatch.scope_start 12", which Triton copies into the PTX
+ * verbatim and the rewriter reads there. */
+#define GWATCH_MARKER_WORD "gwatch.scope_"
+#define GWATCH_MARKER_START "// " GWATCH_MARKER_WORD "start"
+#define GWATCH_MARKER_END "// " GWATCH_MARKER_WORD "end"
+
 /* The parameters the rewriter appends to every entry of an instrumented module. */
 #define GWATCH_BUFFER_PARAM "__gwatch_trace_buffer"             /* .u64: the launch's buffer */
 #define GWATCH_CAPACITY_PARAM "__gwatch_trace_capacity"         /* .u32: events per warp the host keeps */
 #define GWATCH_SLOT_RECORDS_PARAM "__gwatch_trace_slot_records" /* .u32: records per warp slot */
+
+/* The rewriter writes some fields with one vector store each (ptx_rewrite.c, the
+ * prologue and a record): the fields each store covers must stay adjacent and aligned. */
+_Static_assert(GWATCH_SH_CK_ENTRY == GWATCH_SH_GT_ENTRY + 8 && GWATCH_SH_GT_ENTRY % 16 == 0,
+               "the entry anchors are one v2.u64 store");
+_Static_assert(GWATCH_SH_CK_EXIT == GWATCH_SH_GT_EXIT + 8 && GWATCH_SH_GT_EXIT % 16 == 0,
+               "the exit anchors are one v2.u64 store");
+_Static_assert(GWATCH_SH_WARP == GWATCH_SH_MAGIC + 4 && GWATCH_SH_BLOCK_X == GWATCH_SH_MAGIC + 8 &&
+                   GWATCH_SH_BLOCK_Y == GWATCH_SH_MAGIC + 12 && GWATCH_SH_MAGIC % 16 == 0,
+               "magic, warp, block x and y are one v4.u32 store");
+_Static_assert(GWATCH_SH_SM == GWATCH_SH_BLOCK_Z + 4 && GWATCH_SH_EVENTS == GWATCH_SH_BLOCK_Z + 8 &&
+                   GWATCH_SH_RECORDS == GWATCH_SH_BLOCK_Z + 12 && GWATCH_SH_BLOCK_Z % 16 == 0,
+               "block z, sm, events and records are one v4.u32 store");
+_Static_assert(GWATCH_SH_RECORDS == GWATCH_SH_EVENTS + 4 && GWATCH_SH_EVENTS % 8 == 0,
+               "the exit's events and records are one v2.u32 store");
+_Static_assert(GWATCH_REC_CLOCKS == 0 && GWATCH_REC_SITE == 4 * GWATCH_READINGS_PER_RECORD &&
+                   GWATCH_RECORD_BYTES == GWATCH_REC_SITE + 4 && GWATCH_RECORD_BYTES == 16,
+               "the readings and the site of a record are one v4.b32 store");
+_Static_assert(GWATCH_SLOT_HEADER_BYTES % 16 == 0 && GWATCH_GLOBAL_HEADER_BYTES % 16 == 0,
+               "slots and headers keep the 16-byte alignment the vector stores need");
 
 #endif

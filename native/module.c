@@ -2,23 +2,51 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <string.h>
+
 #include "expand.h"
 #include "gwatch_format.h"
 #include "ptx_rewrite.h"
 
-/* instrument(ptx: str) -> (text | None, sites, entries)
- *   text:    the instrumented PTX, or None when the module holds no sentinel
+/* The scope ids of an iterable of ints as a gw_scope_set; -1 with ValueError or TypeError
+ * for anything else. */
+static int scope_set_of(PyObject *scopes, gw_scope_set *set) {
+    memset(set, 0, sizeof *set);
+    PyObject *iterator = PyObject_GetIter(scopes);
+    if (!iterator) return -1;
+    PyObject *item;
+    while ((item = PyIter_Next(iterator))) {
+        long id = PyLong_AsLong(item);
+        Py_DECREF(item);
+        if (id == -1 && PyErr_Occurred()) break;
+        if (id < 0 || id > GWATCH_MAX_SCOPE_ID) {
+            PyErr_Format(PyExc_ValueError, "scope id %ld is out of range [0, %d]", id, GWATCH_MAX_SCOPE_ID);
+            break;
+        }
+        set->bits[id / 8] |= (unsigned char)(1u << (id % 8));
+    }
+    Py_DECREF(iterator);
+    return PyErr_Occurred() ? -1 : 0;
+}
+
+/* instrument(ptx: str, scopes: iterable of int | None = None) -> (text | None, sites, entries)
+ *   scopes:  the scope ids whose markers are traced (None: all); the others stay idle
+ *   text:    the instrumented PTX, or None when the module holds no traced sentinel
  *   sites:   [(entry_index, scope_id, is_end, line, reading, record_events)]
  *   entries: [(name, line, num_params, num_sites, num_exits)] */
-static PyObject *instrument(PyObject *self, PyObject *arg) {
+static PyObject *instrument(PyObject *self, PyObject *args) {
     (void)self;
+    PyObject *text_object, *scopes = Py_None;
+    if (!PyArg_ParseTuple(args, "U|O", &text_object, &scopes)) return NULL;
     Py_ssize_t length = 0;
-    const char *ptx = PyUnicode_AsUTF8AndSize(arg, &length);
+    const char *ptx = PyUnicode_AsUTF8AndSize(text_object, &length);
     if (!ptx) return NULL;
+    gw_scope_set traced;
+    if (scopes != Py_None && scope_set_of(scopes, &traced)) return NULL;
 
     gw_result result;
     int status;
-    Py_BEGIN_ALLOW_THREADS status = gw_rewrite(ptx, (size_t)length, &result);
+    Py_BEGIN_ALLOW_THREADS status = gw_rewrite(ptx, (size_t)length, scopes == Py_None ? NULL : &traced, &result);
     Py_END_ALLOW_THREADS
 
     if (status != 0) {
@@ -140,7 +168,7 @@ done:
 }
 
 static PyMethodDef methods[] = {
-    {"instrument", instrument, METH_O, "Rewrite gwatch sentinels in a PTX module into trace records."},
+    {"instrument", instrument, METH_VARARGS, "Rewrite gwatch sentinels in a PTX module into trace records."},
     {"expand_records", expand_records, METH_VARARGS, "Trace records of a launch's warps -> their events."},
     {NULL, NULL, 0, NULL},
 };
@@ -192,7 +220,9 @@ static PyObject *format_constants(void) {
     ADD(MAX_SCOPE_ID)
     ADD(GROUP_MAX_EVENTS)
 #undef ADD
-    const char *names[][2] = {{"BUFFER_PARAM", GWATCH_BUFFER_PARAM},
+    const char *names[][2] = {{"MARKER_START", GWATCH_MARKER_START},
+                               {"MARKER_END", GWATCH_MARKER_END},
+                               {"BUFFER_PARAM", GWATCH_BUFFER_PARAM},
                                {"CAPACITY_PARAM", GWATCH_CAPACITY_PARAM},
                                {"SLOT_RECORDS_PARAM", GWATCH_SLOT_RECORDS_PARAM}};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {

@@ -9,7 +9,8 @@
  *   - a prologue that finds the warp's slot and writes its header (lane 0 only),
  *   - a clock reading in place of each sentinel, stored in 16-byte records,
  *   - an epilogue that every ret/exit now branches to, writing the exit anchors.
- * A module without sentinels is returned untouched (result->changed == 0). For each site
+ * A module without sentinels of the scopes traced is returned untouched (result->changed
+ * == 0); the sentinels of other scopes stay the comments they are. For each site
  * the result tells the host which reading of its record it shares and, for a record's
  * first site, how many markers the record covers: the record names only that site.
  *
@@ -38,7 +39,6 @@
 #include "ptx_arithmetic.h"
 #include "slice_set.h"
 
-#define SENTINEL_WORD "gwatch.scope_"
 #define EXIT_LABEL "$__gwatch_exit"
 
 /* A group's readings are stored after the fact: each waits in a register until
@@ -363,9 +363,9 @@ static void scan_line(const line_t *ln, scan_state *st, int depth_before, int pa
  * sentinel word; -1 if it mentions one in any other form. */
 static int parse_sentinel(const line_t *ln, int *scope_id, int *is_end) {
     const char *s = ln->start, *end = ln->start + ln->length;
-    if (!find_word(s, ln->length, SENTINEL_WORD)) return 0;
+    if (!find_word(s, ln->length, GWATCH_MARKER_WORD)) return 0;
     while (s < end && is_space(*s)) s++;
-    static const char start_word[] = "// " SENTINEL_WORD "start", end_word[] = "// " SENTINEL_WORD "end";
+    static const char start_word[] = GWATCH_MARKER_START, end_word[] = GWATCH_MARKER_END;
     if ((size_t)(end - s) > sizeof start_word - 1 && memcmp(s, start_word, sizeof start_word - 1) == 0) {
         *is_end = 0;
         s += sizeof start_word - 1;
@@ -626,7 +626,7 @@ enum { AT_MODULE, IN_HEADER, IN_BODY };
 /* `computed` holds the registers the current stretch has written so far (the arithmetic
  * an end marker's reading may wait behind must not read them). */
 static int rewrite_lines(const char *ptx, size_t length, const slice_set *targets, slice_set *computed,
-                         gw_result *r) {
+                         const gw_scope_set *traced, gw_result *r) {
     gw_text *out = &r->out;
     event_group group = {0};
     scan_state scan = {0};
@@ -651,8 +651,10 @@ static int rewrite_lines(const char *ptx, size_t length, const slice_set *target
         int scope_id = 0, is_end = 0;
         int sentinel = was_in_comment ? 0 : parse_sentinel(&ln, &scope_id, &is_end);
         if (sentinel < 0)
-            return fail(r, line_no, "malformed gwatch sentinel (expected '// gwatch.scope_start ID' or "
-                                    "'// gwatch.scope_end ID' with 0 <= ID <= %d)", GWATCH_MAX_SCOPE_ID);
+            return fail(r, line_no, "malformed gwatch sentinel (expected '" GWATCH_MARKER_START " ID' or '"
+                                    GWATCH_MARKER_END " ID' with 0 <= ID <= %d)", GWATCH_MAX_SCOPE_ID);
+        if (sentinel && traced && !(traced->bits[scope_id / 8] & (1u << (scope_id % 8))))
+            sentinel = 0; /* an idle marker: copied as the comment it is */
 
         if (state == AT_MODULE) {
             size_t name_offset = 0, name_length = 0;
@@ -773,16 +775,17 @@ static int rewrite_lines(const char *ptx, size_t length, const slice_set *target
     }
     if (state != AT_MODULE) return fail(r, line_no, "module ends inside a function");
     if (out->failed) return fail(r, line_no, "out of memory");
-    r->changed = 1;
+    r->changed = r->num_sites > 0;
     return 0;
 }
 
-int gw_rewrite(const char *ptx, size_t length, gw_result *r) {
+int gw_rewrite(const char *ptx, size_t length, const gw_scope_set *traced, gw_result *r) {
     memset(r, 0, sizeof *r);
-    if (!find_word(ptx, length, SENTINEL_WORD)) return 0; /* nothing to do: the module stays as it is */
+    if (!find_word(ptx, length, GWATCH_MARKER_WORD)) return 0; /* nothing to do: the module stays as it is */
     slice_set targets = {0}, computed = {0};
     collect_branch_targets(ptx, length, &targets);
-    int status = targets.failed ? fail(r, 0, "out of memory") : rewrite_lines(ptx, length, &targets, &computed, r);
+    int status = targets.failed ? fail(r, 0, "out of memory")
+                                : rewrite_lines(ptx, length, &targets, &computed, traced, r);
     if (computed.failed && status == 0) status = fail(r, 0, "out of memory");
     slice_set_free(&targets);
     slice_set_free(&computed);

@@ -4,6 +4,8 @@
 
 #include <stddef.h>
 
+#include "gwatch_format.h"
+
 typedef struct {
     char *data;
     size_t len, cap;
@@ -37,9 +39,17 @@ typedef struct {
     char error[512];      /* set when gw_rewrite returns -1 */
 } gw_result;
 
-/* Rewrites `ptx` (`length` bytes, need not be NUL-terminated). Returns 0, or -1 with
- * result->error set. Always call gw_result_free afterwards. */
-int gw_rewrite(const char *ptx, size_t length, gw_result *result);
+/* The scope ids a rewrite traces, a bit each; the markers of the others stay idle
+ * comments, which ptxas compiles to nothing. */
+typedef struct {
+    unsigned char bits[GWATCH_MAX_SCOPE_ID / 8 + 1];
+} gw_scope_set;
+
+/* Rewrites `ptx` (`length` bytes, need not be NUL-terminated), tracing the markers of the
+ * scopes in `traced` (NULL: every scope). Returns 0, or -1 with result->error set. A
+ * module none of whose markers is traced is left as it is (result->changed == 0). Always
+ * call gw_result_free afterwards. */
+int gw_rewrite(const char *ptx, size_t length, const gw_scope_set *traced, gw_result *result);
 void gw_result_free(gw_result *result);
 
 #endif

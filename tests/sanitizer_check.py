@@ -31,7 +31,8 @@ from gwatch_nb import layout  # noqa: E402
 from gwatch_nb.cuda import driver  # noqa: E402
 from gwatch_nb.cuda.instrumented import instrument_kernel  # noqa: E402
 from gwatch_nb.cuda.session import PendingLaunch, TraceSession, new_buffer  # noqa: E402
-from gwatch_nb.sources import KernelSource, _metadata_dict  # noqa: E402
+from gwatch_nb.sources import KernelSource  # noqa: E402
+from gwatch_nb.triton_compat import metadata_dict  # noqa: E402
 
 CTYPES = {"u64": ctypes.c_uint64, "b64": ctypes.c_uint64, "u32": ctypes.c_uint32, "b32": ctypes.c_uint32,
           "s32": ctypes.c_int32, "f32": ctypes.c_float}
@@ -50,7 +51,7 @@ def _value(argument, kind: str):
 
 def direct_launch(compiled, grid, arguments, capacity, expected_per_warp):
     """Launch the instrumented copy of a launched Triton kernel with the same arguments."""
-    source = KernelSource(compiled.name, compiled.asm["ptx"], _metadata_dict(compiled.metadata), "compiled-kernel")
+    source = KernelSource(compiled.name, compiled.asm["ptx"], metadata_dict(compiled.metadata), "compiled-kernel")
     context = int(driver.check(cu.cuCtxGetCurrent(), "cuCtxGetCurrent"))
     kernel = instrument_kernel(context, compiled.function, source)
     kept = [a for i, a in enumerate(arguments) if (i,) not in compiled.src.constants]

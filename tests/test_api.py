@@ -30,9 +30,15 @@ def test_ptx_tier_without_a_gpu_names_the_interpreter_tier():
 
 @pytest.mark.parametrize("options, message", [
     ({"dsl": "cuda"}, r"dsl='cuda' is not supported; supported: triton"),
-    ({"instrumentation_tier": "sass"}, r"instrumentation_tier='sass' is not supported; supported: ptx, interpreter"),
-    ({"launches": 0}, r"launches must be 'first', 'all' or a positive integer"),
-    ({"kernel_name_pattern": "attn("}, r"is not a regular expression"),
+    ({"instrumentation_tier": "sass"},
+     r"instrumentation_tier='sass' is not supported; supported: auto, ptx, interpreter"),
+    ({"launches": 0}, r"launches=0 must be 'first', 'all' or a positive integer"),
+    ({"kernel_name_pattern": "attn("}, r"kernel_name_pattern='attn\(' is not a regular expression"),
+    ({"capacity": 1}, r"capacity=1 must be at least 2 events per warp"),
+    ({"capacity": 2.5}, r"capacity=2.5 must be a whole number of events per warp"),
+    ({"warmup": -1}, r"warmup=-1 must be an integer of at least 0"),
+    ({"rep": 0}, r"rep=0 must be an integer of at least 1"),
+    ({"scopes": ["dot"]}, r"scopes='dot' is neither a scope id nor a scope name \(no scope names were given\)"),
 ])
 def test_bad_arguments_are_clear(options, message):
     ran = []

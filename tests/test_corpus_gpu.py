@@ -48,8 +48,15 @@ def test_corpus_kernel_trace_is_exact_and_complete(case):
         assert torch.equal(got, expected)
         torch.testing.assert_close(expected.float(), reference.float(), atol=workload.atol, rtol=workload.rtol)
 
-    assert [w for w in caught if issubclass(w.category, GwatchWarning)] == []
-    assert trace.warnings == [] and trace.meta["problems"] == []
+    # The one warning a clean trace may carry: instrumenting changed the kernel's resources
+    # (grouped GEMM spills when traced), and then meta says by how much.
+    costly = [w for w in trace.warnings if w.kind == "instrumentation_cost"]
+    assert [str(w) for w in trace.warnings if w not in costly] == []
+    assert [str(w.message) for w in caught if issubclass(w.category, GwatchWarning)] == [str(w) for w in costly]
+    (change,) = trace.meta["instrumentation"].values()
+    spills_or_loses = change["local_bytes"][1] > change["local_bytes"][0] or \
+        change["blocks_per_sm"][1] < change["blocks_per_sm"][0]
+    assert bool(costly) == spills_or_loses
     assert trace.events_dropped == 0
     (launch,) = trace.launches.itertuples()
     grid, block = np.prod(launch.grid), np.prod(launch.block)

@@ -471,3 +471,29 @@ def test_random_bodies_keep_every_site_and_exit_and_assemble(lines):
     assert (counts["groups"], counts["clocks"], counts["stores"], counts["waited"]) == _expected_counts(lines)
     assert counts["events"] == len(sentinels)
     ptx.assemble(result.ptx)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(line, max_size=40), st.frozensets(st.integers(0, 5)))
+def test_idle_markers_are_as_if_absent(lines, traced):
+    """With ``scopes``, the rewriter passes the other scopes' markers as the comments they
+    are: the records, readings and stores are those of the body without them."""
+    def idle(kind, value):
+        return kind in ("start", "end") and value not in traced
+    targets = {f"$L__BB0_T{i}" for i, (kind, _) in enumerate(lines) if kind == "target"} | {"$L__BB0_END"}
+    jumps = "".join(f"\t@%p1 bra \t{name};\n" for name in sorted(targets))
+    body = "\tmov.u32 \t%r2, %tid.x;\n\tsetp.eq.u32 \t%p1, %r2, 3;\n" + jumps + \
+           "\n".join(_render(kind, value, i) for i, (kind, value) in enumerate(lines)) + "\n$L__BB0_END:\n\tret;"
+    source = _module(body)
+    result = ptx.instrument(source, traced)
+    kept = [(k, v) for k, v in lines if not idle(k, v)]
+    sentinels = [(k, v) for k, v in kept if k in ("start", "end")]
+    assert [(s.kind, s.scope_id) for s in result.sites] == sentinels
+    if not sentinels:
+        assert result.ptx is source
+        return
+    for kind, value in {(k, v) for k, v in lines if idle(k, v)}:
+        assert f"\t// gwatch.scope_{kind} {value}\n" in result.ptx
+    counts = check_groups(result.ptx, targets, result.sites)
+    assert (counts["groups"], counts["clocks"], counts["stores"], counts["waited"]) == _expected_counts(kept)
+    ptx.assemble(result.ptx)

@@ -37,9 +37,11 @@ def init() -> int:
             if err == cu.CUresult.CUDA_SUCCESS and count > 0:
                 return count
     except Exception as error:  # no driver library at all (DynamicLibNotFoundError and kin)
-        raise NoGPUError(f"no CUDA driver on this machine ({type(error).__name__}); "
-                         "use instrumentation_tier='interpreter' with TRITON_INTERPRET=1") from None
-    raise NoGPUError("no CUDA device found; use instrumentation_tier='interpreter' with TRITON_INTERPRET=1")
+        raise NoGPUError(f"no CUDA driver on this machine ({type(error).__name__}); use "
+                         "instrumentation_tier='interpreter' with TRITON_INTERPRET=1 set before triton is imported") \
+            from None
+    raise NoGPUError("no CUDA device found; use instrumentation_tier='interpreter' with TRITON_INTERPRET=1 set "
+                     "before triton is imported")
 
 
 def current_device() -> int:
@@ -106,6 +108,18 @@ def function_attribute(function, name: str) -> int:
     cu = _driver()
     return int(check(cu.cuFuncGetAttribute(getattr(cu.CUfunction_attribute, name), function),
                      f"cuFuncGetAttribute({name})"))
+
+
+def function_of(handle: int):
+    """The CUfunction a launch names by its handle."""
+    return _driver().CUfunction(handle)
+
+
+def max_active_blocks(function, block_threads: int, dynamic_shared_bytes: int) -> int:
+    """Blocks of this size one SM can hold at once (the occupancy calculator's answer)."""
+    return int(check(_driver().cuOccupancyMaxActiveBlocksPerMultiprocessor(function, block_threads,
+                                                                           dynamic_shared_bytes),
+                     "cuOccupancyMaxActiveBlocksPerMultiprocessor"))
 
 
 def is_capturing(stream_handle: int) -> bool:

@@ -5,9 +5,7 @@ difference from the original binary is the instrumentation. Cubins are cached on
 and loaded modules in the process, so tracing a kernel again is fast."""
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import io
 import os
 import re
 import threading
@@ -15,6 +13,7 @@ import time
 from dataclasses import dataclass
 
 from .. import ptx as ptx_rewrite
+from .. import triton_compat
 from ..records import SiteTable
 from ..errors import TraceFailedError
 from ..sources import KernelSource
@@ -29,7 +28,7 @@ class InstrumentedKernel:
     num_params: int          # the original's; the trace buffer, capacity and slot size follow
     sites: tuple
     table: SiteTable         # what the host needs to decode its records
-    registers: int
+    resources: dict          # its registers, local and shared memory (``resources``)
     build_seconds: float     # rewrite + assemble + load, the first time
 
 
@@ -38,42 +37,13 @@ def cache_dir() -> str:
     return root
 
 
-def _compile_options(metadata: dict) -> tuple:
-    """The target and the options Triton's ptxas step reads, from the kernel's metadata."""
-    from triton.backends.compiler import GPUTarget
-    target = metadata.get("target") or {}
-    capability = int(target.get("arch", 90))
-    gpu_target = GPUTarget(target.get("backend", "cuda"), capability, int(target.get("warp_size", 32)))
-    # Only what Triton's ptxas step reads (.maxnreg and the like travel inside the PTX).
-    wanted = ("enable_fp_fusion", "ptx_options", "instrumentation_mode")
-    return gpu_target, capability, {k: metadata[k] for k in wanted if metadata.get(k) is not None}
-
-
-def assemble_like_triton(ptx: str, metadata: dict) -> bytes:
-    """Assemble with the ptxas and flags Triton used for the original kernel."""
-    from triton.compiler import make_backend
-    target, capability, options = _compile_options(metadata)
-    backend = make_backend(target)
-    parsed = backend.parse_options(dict(options))
-    # Triton prints a long reproducer on failure; the error message carries ptxas's own words.
-    with contextlib.redirect_stdout(io.StringIO()):
-        return backend.make_cubin(ptx, {}, parsed, capability)
-
-
-def _ptxas_identity(metadata: dict) -> str:
-    from triton.backends.nvidia.compiler import get_ptxas
-    _, capability, options = _compile_options(metadata)
-    tool = get_ptxas(capability)
-    return f"{tool.path}|{tool.version}|{sorted(options.items())}"
-
-
 def _cached_cubin(text: str, metadata: dict) -> bytes:
-    key = hashlib.sha256((text + _ptxas_identity(metadata)).encode()).hexdigest()
+    key = hashlib.sha256((text + triton_compat.ptxas_identity(metadata)).encode()).hexdigest()
     path = os.path.join(cache_dir(), "cubin", key + ".cubin")
     if os.path.exists(path):
         with open(path, "rb") as f:
             return f.read()
-    cubin = assemble_like_triton(text, metadata)
+    cubin = triton_compat.assemble_like_triton(text, metadata)
     os.makedirs(os.path.dirname(path), exist_ok=True)
     partial = f"{path}.{os.getpid()}.tmp"
     with open(partial, "wb") as f:
@@ -128,29 +98,52 @@ def _build(source: KernelSource, scopes: frozenset | None) -> InstrumentedKernel
     try:
         rewritten = ptx_rewrite.instrument(source.ptx, scopes)
     except ptx_rewrite.PTXRewriteError as error:
-        raise TraceFailedError(f"{source.name}: cannot instrument its PTX ({error})") from None
+        raise TraceFailedError(f"{source.name}: cannot instrument its PTX ({error})", "rewrite_failed") from None
     if not rewritten.changed:
         return None
     entry = next((e for e in rewritten.entries if e.name == source.name), None)
     if entry is None:
-        raise TraceFailedError(f"{source.name}: its PTX has no entry of that name")
+        raise TraceFailedError(f"{source.name}: its PTX has no entry of that name", "rewrite_failed")
     try:
         cubin = _cached_cubin(rewritten.ptx, source.metadata)
     except Exception as error:
         kept = _keep_for_report(source, rewritten.ptx)
         raise TraceFailedError(f"{source.name}: ptxas rejected the instrumented PTX ({_ptxas_complaint(error)}); "
-                               f"it ran untraced; PTX kept at {kept}") from None
+                               f"it ran untraced; PTX kept at {kept}", "ptxas_failed") from None
     try:
         module = driver.load_cubin(cubin)
         function = driver.get_function(module, source.name)
     except driver.CudaError as error:
         kept = _keep_for_report(source, rewritten.ptx)
         raise TraceFailedError(f"{source.name}: the driver could not load the instrumented kernel ({error}); "
-                               f"it ran untraced; PTX kept at {kept}") from None
+                               f"it ran untraced; PTX kept at {kept}", "load_failed") from None
     return InstrumentedKernel(
         name=source.name, function=function, handle=int(function), num_params=entry.num_params,
         sites=tuple(s for s in rewritten.sites if s.entry == source.name),
         table=SiteTable.of_entry(rewritten.sites, source.name),
-        registers=driver.function_attribute(function, "CU_FUNC_ATTRIBUTE_NUM_REGS"),
+        resources=resources(function),
         build_seconds=time.perf_counter() - began,
     )
+
+
+#: What a kernel's binary needs per thread and per block, as the driver reports it.
+_RESOURCES = {"registers": "CU_FUNC_ATTRIBUTE_NUM_REGS",
+              "local_bytes": "CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES",  # per thread: register spills and stack
+              "shared_bytes": "CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES"}  # static, per block
+
+
+def resources(function) -> dict:
+    return {key: driver.function_attribute(function, name) for key, name in _RESOURCES.items()}
+
+
+def cost(original_handle: int, kernel: InstrumentedKernel, block_threads: int, dynamic_shared_bytes: int) -> dict:
+    """What instrumenting changed, as {resource: [original, instrumented]}
+    (instrumentation_cost.RESOURCES: registers, local memory, static shared memory, and
+    the blocks an SM holds at this launch's block size and dynamic shared memory)."""
+    original = driver.function_of(original_handle)
+    before = resources(original)
+    change = {key: [before[key], kernel.resources[key]] for key in _RESOURCES}
+    change["blocks_per_sm"] = [driver.max_active_blocks(f, block_threads, dynamic_shared_bytes)
+                               for f in (original, kernel.function)]
+    return change
+

@@ -10,7 +10,6 @@ off, waits for the GPU, copies the records back and frees the buffers.
 from __future__ import annotations
 
 import ctypes
-import re
 import threading
 import time
 from collections import Counter
@@ -19,11 +18,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import layout, records
-from ..errors import GwatchError
+from ..errors import TraceFailedError
+from ..instrumentation_cost import warning as cost_warning
+from ..options import TraceOptions
 from ..scopes import no_markers_message
 from ..sources import TritonSources
+from ..tiers import Problem
 from . import cupti, driver
-from .instrumented import InstrumentedKernel, instrument_kernel
+from .instrumented import InstrumentedKernel, cost, instrument_kernel
 
 #: Default per-launch budget for trace buffers (the capacity adapts to the warp count).
 BUFFER_BUDGET_BYTES = 256 << 20
@@ -99,6 +101,7 @@ class _LaunchView:
     grid: tuple[int, int, int]
     block: tuple[int, int, int]
     stream: int
+    dynamic_shared_bytes: int
     kernel_params: int
     has_extra: bool
     params: ctypes.Structure
@@ -109,28 +112,28 @@ def _launch_view(cbid: int, params_pointer: int) -> _LaunchView:
         p = ctypes.cast(params_pointer, ctypes.POINTER(cupti.LaunchKernelExParams)).contents
         c = p.config.contents
         return _LaunchView(p.f or 0, (c.gridDimX, c.gridDimY, c.gridDimZ), (c.blockDimX, c.blockDimY, c.blockDimZ),
-                           c.hStream or 0, p.kernelParams or 0, bool(p.extra), p)
+                           c.hStream or 0, c.sharedMemBytes, p.kernelParams or 0, bool(p.extra), p)
     p = ctypes.cast(params_pointer, ctypes.POINTER(cupti.LaunchKernelParams)).contents
     cooperative = cupti.LAUNCH_CBIDS[cbid].startswith("cuLaunchCooperative")
     return _LaunchView(p.f or 0, (p.gridDimX, p.gridDimY, p.gridDimZ), (p.blockDimX, p.blockDimY, p.blockDimZ),
-                       p.hStream or 0, p.kernelParams or 0, False if cooperative else bool(p.extra), p)
+                       p.hStream or 0, p.sharedMemBytes, p.kernelParams or 0, False if cooperative else bool(p.extra),
+                       p)
 
 
 class TraceSession:
-    """Trace matching launches between start() and stop(); records() gives what they left."""
+    """Trace matching launches between start() and stop(); records() gives what they left
+    (a ``tiers.TracingSession``)."""
 
-    def __init__(self, pattern: re.Pattern, capacity: int | None = None, max_launches: int | None = None,
-                 on_instrument=None, scopes: frozenset | None = None):
-        if capacity is not None and capacity < 2:
-            raise ValueError("capacity must be at least 2 events per warp")
-        self.pattern = pattern
-        self.capacity = None if capacity is None else (int(capacity) + 1) & ~1
-        self.max_launches = max_launches
-        self.scopes = scopes  # scope ids whose markers are traced; None: all
-        self.on_instrument = on_instrument  # told the kernel's name before a (slow) first instrumentation
-        self.launched: Counter[str] = Counter()  # every kernel that launched, matching or not
-        self.problems: dict[tuple[str, str], str] = {}  # (kind, kernel) -> one-line message
+    tier = "ptx"
+
+    def __init__(self, options: TraceOptions):
+        self.options = options
+        # An even number of events: a record never holds half of what the host keeps.
+        self._capacity = None if options.capacity is None else (options.capacity + 1) & ~1
         self.interrupted = False
+        self._launched: Counter[str] = Counter()  # every kernel that launched, matching or not
+        self._problems: dict[tuple[str, str], Problem] = {}  # one per (kind, kernel)
+        self._costs: dict[str, dict] = {}  # kernel -> what instrumenting changed (instrumented.cost)
         self._records: list[records.LaunchRecords] = []
         self._pending: list[PendingLaunch] = []
         self._pending_bytes = 0  # device memory their buffers hold
@@ -188,6 +191,18 @@ class TraceSession:
     def records(self) -> list[records.LaunchRecords]:
         return list(self._records)
 
+    @property
+    def launched(self) -> Counter[str]:
+        return self._launched
+
+    def problems(self) -> list[Problem]:
+        return list(self._problems.values())
+
+    def meta(self) -> dict:
+        """``instrumentation``: per traced kernel, what instrumenting changed
+        (instrumentation_cost says the shape)."""
+        return {"instrumentation": dict(self._costs)}
+
     # ------------------------------------------------------------ the callback
 
     def _on_callback(self, userdata, domain, cbid, cbdata) -> None:
@@ -204,16 +219,16 @@ class TraceSession:
             self._note("internal", "?", f"tracing failed inside a launch callback: {error!r}")
 
     def _note(self, kind: str, kernel: str, message: str) -> None:
-        self.problems.setdefault((kind, kernel), message)
+        self._problems.setdefault((kind, kernel), Problem(kind, kernel, message))
 
     def _on_launch(self, cbid: int, data: cupti.CallbackData) -> None:
         began = time.perf_counter()
         name = data.symbolName.decode(errors="replace") if data.symbolName else "<unnamed>"
         with self._lock:
-            self.launched[name] += 1
-            if not self.pattern.search(name):
+            self._launched[name] += 1
+            if not self.options.pattern.search(name):
                 return
-            if self.max_launches is not None and self._traced >= self.max_launches:
+            if self.options.max_launches is not None and self._traced >= self.options.max_launches:
                 return
             view = _launch_view(cbid, data.functionParams)
             context = data.context or 0
@@ -226,6 +241,8 @@ class TraceSession:
             kernel = self._instrumented(context, view.function, name)
             if kernel is None:
                 return
+            if name not in self._costs:
+                self._note_cost(name, view, kernel)
             if view.kernel_params == 0 or view.has_extra:
                 self._note("extra_params", name, f"{name}: launched with packed 'extra' parameters; not traced")
                 return
@@ -266,23 +283,43 @@ class TraceSession:
         source = self._sources.find(function)
         if source is None:
             self._skip.add((context, function))
-            self._note("no_ptx", name, f"{name}: matched, but its PTX was not found (only Triton kernels "
+            self._note("ptx_not_found", name, f"{name}: matched, but its PTX was not found (only Triton kernels "
                        "can be traced); it ran untraced")
             return None
-        if self.on_instrument is not None:
-            self.on_instrument(name)
+        if self.options.on_instrument is not None:
+            self.options.on_instrument(name)
         try:
-            kernel = instrument_kernel(context, function, source, self.scopes)
-        except GwatchError as error:
+            kernel = instrument_kernel(context, function, source, self.options.scopes)
+        except TraceFailedError as error:
             self._skip.add((context, function))
-            self._note("instrument", name, str(error))
+            self._note(error.kind, name, str(error))
+            return None
+        except driver.CudaError as error:  # giving the copy the original's attributes
+            self._skip.add((context, function))
+            self._note("load_failed", name, f"{name}: the instrumented kernel could not be set up ({error}); "
+                       "it ran untraced")
             return None
         if kernel is None:
             self._skip.add((context, function))
-            self._note("no_markers", name, no_markers_message(name, self.scopes))
+            self._note("markers_not_found", name, no_markers_message(name, self.options.scopes))
         else:
             self._ready[(context, function)] = kernel
         return kernel
+
+    def _note_cost(self, name: str, view: _LaunchView, kernel: InstrumentedKernel) -> None:
+        """Compare the instrumented copy's resources with the original's, at its first
+        launch (occupancy depends on the launch's block and dynamic shared memory)."""
+        threads = view.block[0] * view.block[1] * view.block[2]
+        try:
+            change = cost(view.function, kernel, threads, view.dynamic_shared_bytes)
+        except driver.CudaError as error:  # the trace goes on without the comparison
+            self._costs[name] = {}
+            self._note("internal", name, f"{name}: comparing its resources with the original's failed ({error})")
+            return
+        self._costs[name] = change
+        warning = cost_warning(name, change)
+        if warning is not None:
+            self._note("instrumentation_cost", name, warning)
 
     def _prepare_buffer(self, name: str, view: _LaunchView, context: int, kernel: InstrumentedKernel) -> PendingLaunch:
         if context not in self._devices:
@@ -292,14 +329,15 @@ class TraceSession:
         threads = view.block[0] * view.block[1] * view.block[2]
         num_slots = view.grid[0] * view.grid[1] * view.grid[2] * ((threads + 31) // 32)
         fewest = kernel.table.min_record_events
-        capacity = self.capacity or default_capacity(num_slots, device["free_bytes_at_start"], fewest)
+        capacity = self._capacity or default_capacity(num_slots, device["free_bytes_at_start"], fewest)
         slot_records = layout.slot_records(capacity, fewest)
         nbytes = layout.buffer_bytes(slot_records, num_slots)
         if self._pending and self._pending_bytes + nbytes > PENDING_LIMIT_BYTES:
             self._drain()  # keep device memory bounded when many launches are traced
         pointer = new_buffer(capacity, slot_records, num_slots, view.stream)
         info = {k: v for k, v in device.items() if k != "free_bytes_at_start"}
-        info.update(instrumented_registers=kernel.registers, instrument_seconds=round(kernel.build_seconds, 4),
+        info.update(instrumented_registers=kernel.resources["registers"],
+                    instrument_seconds=round(kernel.build_seconds, 4),
                     sites=len(kernel.sites))
         return PendingLaunch(name, view.grid, view.block, capacity, slot_records, num_slots, kernel.table, pointer,
                              nbytes, context, view.stream, info)
@@ -328,7 +366,7 @@ class TraceSession:
                         for event in launch.events:
                             driver.event_destroy(event)
             except (driver.CudaError, records.CorruptTraceError) as error:
-                self._note("collect", launch.kernel, f"{launch.kernel}: collecting its records failed ({error})")
+                self._note("collect_failed", launch.kernel, f"{launch.kernel}: collecting its records failed ({error})")
         self._pending.clear()
         self._pending_bytes = 0
 

@@ -67,6 +67,6 @@ def test_scopes_that_match_no_marker_are_a_clear_failure():
                                                r"traced \(7, 999\); it ran untraced"):
         do_trace(lambda: attention.attention(q, q, q), r"attn_fwd", instrumentation_tier="interpreter",
                  scopes=[999, 7])
-    with pytest.raises(ValueError, match="scope 'dot' is neither a scope id nor a scope name"):
+    with pytest.raises(ValueError, match="scopes='dot' is neither a scope id nor a scope name"):
         do_trace(lambda: attention.attention(q, q, q), r"attn_fwd", instrumentation_tier="interpreter",
                  scopes=["dot"])

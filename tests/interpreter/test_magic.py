@@ -74,23 +74,58 @@ def test_exception_in_the_cell_stops_the_trace(shell):
     assert result.success and isinstance(shell.user_ns["again"], Trace)
 
 
-def test_nothing_matching_names_the_kernels_that_launched(shell):
-    result, captured = run(shell, "-k no_such_kernel --no-widget")
+def test_nothing_matching_fails_the_cell_and_leaves_no_older_trace(shell):
+    result, _ = run(shell, "-k attn_fwd --no-widget -o tr_stale")
+    assert result.success and isinstance(shell.user_ns["tr_stale"], Trace)
+    result, captured = run(shell, "-k no_such_kernel --no-widget -o tr_stale")
+    assert not result.success  # Run All stops here
+    assert "no launched kernel matched 'no_such_kernel'" in captured.stderr
+    assert "attn_fwd (1x)" in captured.stderr
+    assert "tr_stale" not in shell.user_ns and "_gwatch" not in shell.user_ns
+    assert shell.user_ns["value"] == 42  # the cell itself ran
+    shell.user_ns["mine"] = [1, 2]
+    result, _ = run(shell, "-k no_such_kernel --no-widget -o mine")
+    assert not result.success and shell.user_ns["mine"] == [1, 2]  # not a trace: the user's own, kept
+
+
+def test_the_displayed_widget_is_kept_for_python(shell):
+    result, _ = run(shell, "-k attn_fwd -o with_widget")
     assert result.success
-    assert "no launched kernel matched 'no_such_kernel'" in captured.stdout
-    assert "attn_fwd (1x)" in captured.stdout
+    widget = shell.user_ns["_gwatch_widget"]
+    assert type(widget).__name__ == "TimelineWidget" and widget._trace is shell.user_ns["with_widget"]
+    assert widget.selected is None or isinstance(widget.selected, dict)
+    result, _ = run(shell, "-k attn_fwd --no-widget")
+    assert result.success and "_gwatch_widget" not in shell.user_ns  # no stale widget of an older trace
+
+
+def test_capacity_is_honoured_on_the_interpreter_tier(shell):
+    result, captured = run(shell, "-k attn_fwd -c 4 -o capped --no-widget")
+    assert result.success
+    trace = shell.user_ns["capped"]
+    assert int(trace.warps.events.max()) == 4 and trace.events_dropped == int(trace.warps.dropped.sum()) > 0
+    assert any(w.kind == "events_dropped" for w in trace.warnings)
+    assert "gwatch warning: events_dropped" in captured.stdout
+    assert "would keep them all" in captured.stdout and "capacity=" not in captured.stdout  # the magic says -c
+
+
+def test_an_interrupt_in_the_traced_code_interrupts_the_cell(shell):
+    result, _ = run(shell, "-k attn_fwd --no-widget", "out = attention.attention(q, k, v)\nraise KeyboardInterrupt")
+    assert not result.success and isinstance(result.error_in_exec, (KeyboardInterrupt, UsageError))
+    assert interpreter._active is None
 
 
 @pytest.mark.parametrize("line, message", [
     ("", "the following arguments are required: -k/--kernel"),
     ("-k attn -n 100:load", "scope names look like"),
     ("-k attn -o 1x", "-o needs a variable name"),
-    ("-k attn -l sometimes", "launches must be 'first', 'all' or a positive integer"),
+    ("-k attn -l sometimes", "-l sometimes must be 'first', 'all' or a positive integer"),
+    ("-k attn -c 1", "-c 1 must be at least 2 events per warp"),
     ("-k attn -t sass", "invalid choice"),
-    ("-k attn(", "is not a regular expression"),
-    ("-k attn -n 101=dot_qk -s dot_pv", r"scope 'dot_pv' is neither a scope id nor a scope name \(names known: dot_qk\)"),
-    ("-k attn -s 40000", r"scope id 40000 is out of range"),
-    ("-k attn -s ,", "scopes names no scope"),
+    ("-k attn(", r"-k attn\( is not a regular expression"),
+    ("-k attn -n 101=dot_qk -s dot_pv", r"-s dot_pv is neither a scope id nor a scope name \(names known: dot_qk\)"),
+    ("-k attn -n 101=dot_qk -s dot_qk,dot_pv", r"-s dot_qk,dot_pv names 'dot_pv', neither a scope id"),
+    ("-k attn -s 40000", r"-s 40000 is out of range \[0, 32767\]"),
+    ("-k attn -s ,", "-s , names no scope"),
 ])
 def test_bad_options_are_usage_errors(shell, line, message):
     with pytest.raises(UsageError, match=message):
@@ -105,6 +140,7 @@ def test_ptx_tier_without_a_gpu_says_so_before_running_the_cell(shell):
         pytest.skip("this machine has a GPU")
     except Exception:
         pass
-    with pytest.raises(UsageError, match="interpreter"):
+    with pytest.raises(UsageError, match="-t 'interpreter' with TRITON_INTERPRET=1") as caught:
         shell.run_cell_magic("gwatch", "-k attn -t ptx", "ran = True")
+    assert "instrumentation_tier" not in str(caught.value)
     assert "ran" not in shell.user_ns

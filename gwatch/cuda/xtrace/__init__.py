@@ -1,4 +1,4 @@
-"""``gwatch.cuda.xtrace``: intra-kernel traces of marked scopes (gwatch_nb.do_trace)."""
-from gwatch_nb.api import SUPPORTED_DSLS, SUPPORTED_TIERS, do_trace
+"""``gwatch.cuda.xtrace``: G-Watch's older name of ``gwatch.cuda.trace`` (the same objects)."""
+from gwatch.cuda.trace import SUPPORTED_DSLS, SUPPORTED_TIERS, do_trace
 
 __all__ = ["do_trace", "SUPPORTED_DSLS", "SUPPORTED_TIERS"]

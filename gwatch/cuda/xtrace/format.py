@@ -1,7 +1,4 @@
-"""``gwatch.cuda.xtrace.format``: the report section holding intra-kernel trace runs."""
-from gwatch_nb.report import Section
-
-#: A titled group of traced runs; ``add_run(trace)`` adds the Trace that do_trace returned.
-Section_IntraKernelTrace = Section
+"""``gwatch.cuda.xtrace.format``: the older name of ``gwatch.cuda.trace.format``."""
+from gwatch.cuda.trace.format import Section_IntraKernelTrace
 
 __all__ = ["Section_IntraKernelTrace"]

@@ -1,4 +1,4 @@
-"""``gwatch.cuda.xtrace.triton``: scope markers for @triton.jit kernels (gwatch_nb.triton)."""
-from gwatch_nb.triton import MarkerError, scope_end, scope_start
+"""``gwatch.cuda.xtrace.triton``: the older name of ``gwatch.cuda.trace.triton``."""
+from gwatch.cuda.trace.triton import MarkerError, scope_end, scope_start
 
 __all__ = ["scope_start", "scope_end", "MarkerError"]

@@ -1,0 +1,70 @@
+"""What a trace is asked to do: one frozen, validated object every tier reads.
+
+``do_trace`` and ``%%gwatch`` build it from their arguments; a bad value is an
+``OptionError`` naming the option, the value and why, before anything runs."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Callable
+
+from .errors import OptionError
+
+MIN_CAPACITY = 2
+
+
+def tier_choices() -> tuple[str, ...]:
+    """The tiers a trace may ask for: "auto" (decided by ``tiers.resolve`` before a
+    session opens) and every tier of ``tiers.TIERS``."""
+    from .tiers import TIERS
+    return ("auto", *TIERS)
+
+
+def _max_launches(launches) -> int | None:
+    """'all' -> None (no limit), 'first' -> 1, a positive int (or its digits) -> that many."""
+    if launches == "all" or launches is None:
+        return None
+    if launches == "first":
+        return 1
+    if isinstance(launches, int) and not isinstance(launches, bool) and launches > 0:
+        return launches
+    if isinstance(launches, str) and launches.isdigit() and int(launches) > 0:
+        return int(launches)
+    raise OptionError("launches", launches, "must be 'first', 'all' or a positive integer")
+
+
+@dataclass(frozen=True)
+class TraceOptions:
+    """``kernel_name_pattern``: regular expression for the kernel names to trace
+    (``re.search``). ``tier``: one of ``tier_choices()``. ``capacity``: events per warp (None:
+    the tier's default). ``launches``: "all", "first" or N matching launches.
+    ``scopes``: the scope ids to record (``scopes.chosen_scopes``), None for all.
+    ``on_instrument``: told a kernel's name before it is instrumented (the first time
+    can take a second)."""
+    kernel_name_pattern: str
+    tier: str = "auto"
+    capacity: int | None = None
+    launches: int | str = "all"
+    scopes: frozenset[int] | None = None
+    on_instrument: Callable[[str], None] | None = field(default=None, compare=False)
+    pattern: re.Pattern = field(init=False, repr=False, compare=False)
+    max_launches: int | None = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self):
+        try:
+            pattern = re.compile(self.kernel_name_pattern)
+        except (re.error, TypeError) as error:
+            raise OptionError("kernel_name_pattern", self.kernel_name_pattern,
+                              f"is not a regular expression ({error})") from None
+        if self.tier not in tier_choices():
+            raise OptionError("instrumentation_tier", self.tier,
+                              f"is not supported; supported: {', '.join(tier_choices())}")
+        capacity = self.capacity
+        if capacity is not None and (isinstance(capacity, bool) or not isinstance(capacity, int)):
+            raise OptionError("capacity", capacity, "must be a whole number of events per warp")
+        if capacity is not None and capacity < MIN_CAPACITY:
+            raise OptionError("capacity", capacity, f"must be at least {MIN_CAPACITY} events per warp")
+        if self.scopes is not None and not isinstance(self.scopes, frozenset):
+            raise OptionError("scopes", self.scopes, "must be the frozenset of ids scopes.chosen_scopes gives")
+        object.__setattr__(self, "pattern", pattern)
+        object.__setattr__(self, "max_launches", _max_launches(self.launches))

@@ -1,0 +1,207 @@
+"""Every use of Triton's internals, in one place.
+
+gwatch-nb reaches past Triton's public API at six points. Each is here, with the
+Triton versions it is known to work on: 3.6.0 runs on the H200 (tests/gpu_checks.sh),
+3.9.0 runs the CPU test suite, and 3.4.0, 3.5.0 and 3.6.0 were read in their released
+wheels (what each lacks is said below and handled here):
+
+- **Builtin call forms** (``builtin``, ``compile_context``, ``inline_asm``,
+  ``constexpr_value``): a function carrying ``core.TRITON_BUILTIN`` is called by the
+  code generator with its compiler context as ``_semantic`` (3.4–3.9; older Triton
+  passed ``_builder``, still accepted) and by the interpreter with neither.
+- **Load hooks** (``add_load_hook``, ``remove_load_hook``):
+  ``knobs.runtime.kernel_load_end_hook`` is a ``HookChain`` with ``add``/``remove``,
+  called as ``(module, function, name, metadata_group, hash)`` (3.5–3.9). 3.4 has no
+  load hook: kernels loaded during a trace are found by the compiled-kernel scan.
+- **CompiledKernel scans** (``compiled_kernels``, ``loaded_handle``):
+  ``triton.compiler.compiler.CompiledKernel`` objects hold ``function`` (the CUfunction
+  handle once loaded, else None), ``name``, ``asm["ptx"]`` and ``metadata`` (a
+  namedtuple whose ``target`` is a ``GPUTarget``) (3.4–3.9).
+- **Interpreter hooks** (``interpreted_kernels``, ``add_pre_run_hook``,
+  ``remove_pre_run_hook``, ``program_position``): ``InterpretedFunction.add_pre_run_hook``
+  and its ``pre_run_hooks`` list (3.6–3.9; 3.4 and 3.5 have none, and the interpreter
+  tier says it needs 3.6); ``interpreter_builder.grid_dim`` / ``grid_idx`` while a
+  program instance runs (3.4–3.9).
+- **Backend and ptxas** (``assemble_like_triton``, ``ptxas``, ``ptxas_identity``):
+  ``make_backend(GPUTarget)``, ``backend.parse_options``,
+  ``backend.make_cubin(src, metadata, options, capability)`` (3.4–3.9) and
+  ``triton.backends.nvidia.compiler.get_ptxas`` returning a tool with ``path`` and
+  ``version`` (3.4–3.9; it takes the capability from 3.6 on, nothing before).
+- **Driver choice** (``is_missing_gpu_driver``): a kernel compiled for a GPU, launched
+  where Triton finds no GPU driver, raises ``RuntimeError("0 active drivers (...)")``
+  (3.4–3.9).
+"""
+from __future__ import annotations
+
+import contextlib
+import gc
+import io
+import inspect
+from typing import Callable, Iterator
+
+from triton.language import core
+
+from .errors import UnsupportedTritonError
+
+
+def version() -> str:
+    import triton
+    return triton.__version__
+
+
+# ------------------------------------------------------------ builtin call forms
+
+def builtin(fn: Callable) -> Callable:
+    """Mark ``fn`` a Triton builtin: the code generator then calls it with its compiler
+    context (see ``compile_context``)."""
+    setattr(fn, core.TRITON_BUILTIN, True)
+    fn.signature = inspect.signature(fn)
+    return fn
+
+
+def compile_context(_semantic, _builder) -> dict | None:
+    """The keyword a builtin passes on to Triton's own builtins, or None when the
+    interpreter called it (it passes no compiler context)."""
+    if _semantic is not None:
+        return {"_semantic": _semantic}
+    if _builder is not None:
+        return {"_builder": _builder}
+    return None
+
+
+def constexpr_value(value):
+    """A ``tl.constexpr`` argument's Python value (anything else as it is)."""
+    return core._unwrap_if_constexpr(value)
+
+
+def inline_asm(asm: str, context: dict):
+    """Side-effecting inline asm yielding one unused i32 (Triton requires a result);
+    ``is_pure=False`` keeps it where it was written in program order."""
+    return core.inline_asm_elementwise(asm, "=r", [], dtype=core.int32, is_pure=False, pack=1, **context)
+
+
+# ------------------------------------------------------------ load hooks
+
+def _load_end_hooks():
+    from triton import knobs
+    hooks = getattr(knobs.runtime, "kernel_load_end_hook", None)
+    return hooks if hasattr(hooks, "add") and hasattr(hooks, "remove") else None
+
+
+def add_load_hook(callback: Callable) -> bool:
+    """Call ``callback(module, function, name, metadata_group, hash)`` after Triton loads a
+    kernel; False where this Triton has no hook chain to join."""
+    hooks = _load_end_hooks()
+    if hooks is None:
+        return False
+    hooks.add(callback)
+    return True
+
+
+def remove_load_hook(callback: Callable) -> None:
+    _load_end_hooks().remove(callback)
+
+
+# ------------------------------------------------------------ CompiledKernel scans
+
+def metadata_dict(metadata) -> dict:
+    """Triton's compile metadata (a namedtuple in memory, a dict in the cache's JSON) as a
+    plain dict whose ``target`` is a dict too."""
+    if hasattr(metadata, "_asdict"):
+        metadata = metadata._asdict()
+    out = dict(metadata)
+    target = out.get("target")
+    if target is not None and not isinstance(target, dict):
+        out["target"] = {"backend": target.backend, "arch": target.arch, "warp_size": target.warp_size}
+    return out
+
+
+def compiled_kernels() -> Iterator[tuple[object, int, str, str, dict]]:
+    """(object, CUfunction handle, name, PTX, metadata) of every loaded CompiledKernel of
+    the process that kept its PTX (one pass over the heap)."""
+    from triton.compiler.compiler import CompiledKernel
+    for obj in gc.get_objects():
+        # type() rather than isinstance(): some heap objects warn when __class__ is read.
+        if not issubclass(type(obj), CompiledKernel):
+            continue
+        handle = obj.function
+        ptx = obj.asm.get("ptx") if hasattr(obj.asm, "get") else None
+        if handle and ptx is not None:
+            yield obj, int(handle), obj.name, ptx, metadata_dict(obj.metadata)
+
+
+def loaded_handle(obj) -> int | None:
+    """The CUfunction handle a CompiledKernel holds now (None once unloaded)."""
+    return None if obj is None else obj.function
+
+
+# ------------------------------------------------------------ interpreter hooks
+
+def interpreted_kernels() -> list:
+    """Every Triton kernel object of this process that runs on the interpreter."""
+    from triton.runtime.interpreter import InterpretedFunction
+    return [obj for obj in gc.get_objects() if issubclass(type(obj), InterpretedFunction)]
+
+
+def add_pre_run_hook(kernel, hook: Callable) -> None:
+    """Call ``hook(*args, **kwargs)`` before each launch of an interpreted kernel."""
+    if not hasattr(kernel, "add_pre_run_hook"):
+        raise UnsupportedTritonError(f"the interpreter tier needs Triton 3.6 or later (launch hooks of "
+                                     f"interpreted kernels); this is Triton {version()}")
+    kernel.add_pre_run_hook(hook)
+
+
+def remove_pre_run_hook(kernel, hook: Callable) -> None:
+    if hook in kernel.pre_run_hooks:
+        kernel.pre_run_hooks.remove(hook)
+
+
+def program_position() -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+    """(grid, program id) of the program instance the interpreter is running."""
+    from triton.runtime.interpreter import interpreter_builder
+    return tuple(interpreter_builder.grid_dim), tuple(interpreter_builder.grid_idx)
+
+
+# ------------------------------------------------------------ backend and ptxas
+
+def _target_and_options(metadata: dict) -> tuple:
+    """The target and the options Triton's ptxas step reads, from a kernel's metadata."""
+    from triton.backends.compiler import GPUTarget
+    target = metadata.get("target") or {}
+    capability = int(target.get("arch", 90))
+    gpu_target = GPUTarget(target.get("backend", "cuda"), capability, int(target.get("warp_size", 32)))
+    # Only what Triton's ptxas step reads (.maxnreg and the like travel inside the PTX).
+    wanted = ("enable_fp_fusion", "ptx_options", "instrumentation_mode")
+    return gpu_target, capability, {k: metadata[k] for k in wanted if metadata.get(k) is not None}
+
+
+def assemble_like_triton(ptx: str, metadata: dict) -> bytes:
+    """Assemble with the ptxas and flags Triton used for the kernel ``metadata`` describes."""
+    from triton.compiler import make_backend
+    target, capability, options = _target_and_options(metadata)
+    backend = make_backend(target)
+    parsed = backend.parse_options(dict(options))
+    # Triton prints a long reproducer on failure; the error message carries ptxas's own words.
+    with contextlib.redirect_stdout(io.StringIO()):
+        return backend.make_cubin(ptx, {}, parsed, capability)
+
+
+def ptxas(capability: int):
+    """Triton's ptxas for this compute capability (``.path``, ``.version``)."""
+    from triton.backends.nvidia.compiler import get_ptxas
+    # 3.4 and 3.5 have one ptxas for every capability; from 3.6 on, one per capability.
+    return get_ptxas(capability) if inspect.signature(get_ptxas).parameters else get_ptxas()
+
+
+def ptxas_identity(metadata: dict) -> str:
+    """What decides the cubin besides the PTX: the ptxas and the options it is given."""
+    _, capability, options = _target_and_options(metadata)
+    tool = ptxas(capability)
+    return f"{tool.path}|{tool.version}|{sorted(options.items())}"
+
+
+# ------------------------------------------------------------ driver choice
+
+def is_missing_gpu_driver(error: BaseException | None) -> bool:
+    """Triton's error for a kernel compiled for a GPU, launched where there is none."""
+    return isinstance(error, RuntimeError) and str(error).startswith("0 active drivers")
