@@ -9,6 +9,6 @@ Code written for G-Watch's documented workflow runs unchanged on gwatch-nb::
     from gwatch.cuda.xtrace.format import Section_IntraKernelTrace
 
 Every name here is gwatch_nb's own object, re-exported; nothing is implemented twice."""
-from gwatch_nb import __version__
+from gwatch_nb._version import __version__
 
 __all__ = ["__version__"]

@@ -44,7 +44,7 @@ def _check_choices(dsl: str, tier: str) -> None:
 
 
 def _meta(tier: str, pattern: re.Pattern, scopes: frozenset | None) -> dict:
-    from . import __version__
+    from ._version import __version__
     try:
         import triton
         triton_version = triton.__version__
