@@ -49,10 +49,11 @@ def busy_time(trace: Trace, rows: np.ndarray | None = None, start_ns: int | None
     df = trace.df
     row = np.arange(len(df)) if rows is None else np.asarray(rows, np.int64)
     warp = trace.warp_row[row]
-    lo = -np.inf if start_ns is None else start_ns
-    hi = np.inf if end_ns is None else end_ns
-    start = np.clip(df["start_ns"].to_numpy()[row], lo, hi).astype(np.int64)
-    end = np.clip(df["end_ns"].to_numpy()[row], lo, hi).astype(np.int64)
+    start, end = df["start_ns"].to_numpy()[row], df["end_ns"].to_numpy()[row]
+    if start_ns is not None or end_ns is not None:
+        lo = np.iinfo(np.int64).min if start_ns is None else start_ns
+        hi = np.iinfo(np.int64).max if end_ns is None else end_ns
+        start, end = np.clip(start, lo, hi), np.clip(end, lo, hi)
     inside = end > start
     row, warp, start, end = row[inside], warp[inside], start[inside], end[inside]
     if len(row) and (np.any(np.diff(warp) < 0) or np.any((np.diff(start) < 0) & (np.diff(warp) == 0))):
@@ -83,8 +84,12 @@ def warp_activity(trace: Trace, rows: np.ndarray | None = None, start_ns: int | 
     """Per warp: lifetime, time inside the chosen scope instances (busy: all of them when
     ``rows`` is None, counting overlaps once), the rest (idle) and the busy share, all
     within [start_ns, end_ns) when a window is given."""
+    return activity_of(trace, busy_time(trace, rows, start_ns, end_ns), start_ns, end_ns)
+
+
+def activity_of(trace: Trace, busy: BusyTime, start_ns: int | None = None, end_ns: int | None = None) -> pd.DataFrame:
+    """warp_activity from a BusyTime already computed for the same window."""
     warps = trace.warps
-    busy = busy_time(trace, rows, start_ns, end_ns)
     out = warps.copy()
     out["busy_ns"] = np.bincount(busy.warp_row, busy.adds, minlength=len(warps)).astype(np.int64)
     lo = np.iinfo(np.int64).min if start_ns is None else start_ns

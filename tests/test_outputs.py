@@ -5,7 +5,6 @@ import json
 import os
 import pathlib
 
-import numpy as np
 import pandas as pd
 import pytest
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from ..analysis import warp_activity
+from ..analysis import BusyTime, activity_of, busy_time
 from ..trace import Trace
 from .selection import Selection
 
@@ -55,7 +55,12 @@ class Context:
         return start, max(end, start + 1)
 
     @functools.cached_property
+    def busy(self) -> BusyTime:
+        """How the selected instances fill their warps' time within the window."""
+        return busy_time(self.trace, self.selected_rows, self.selection.start_ns, self.selection.end_ns)
+
+    @functools.cached_property
     def activity(self) -> pd.DataFrame:
         """Per selected warp: busy (inside a selected scope) and idle time within the window."""
-        activity = warp_activity(self.trace, self.selected_rows, self.selection.start_ns, self.selection.end_ns)
+        activity = activity_of(self.trace, self.busy, self.selection.start_ns, self.selection.end_ns)
         return activity[self.selection.warp_mask(activity)]

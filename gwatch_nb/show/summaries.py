@@ -4,6 +4,7 @@ of a scope and the longest bubble. Each is computed over whole columns (pandas/n
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 
 from .. import analysis
 from ..trace import WARP_KEY
@@ -53,7 +54,7 @@ def pipeline(c: Context) -> dict:
 
 def _gaps(c: Context, top: int) -> list[dict]:
     """The longest stretches of a warp between selected scope instances (in the window)."""
-    busy = analysis.busy_time(c.trace, c.selected_rows, c.selection.start_ns, c.selection.end_ns)
+    busy = c.busy
     candidates = np.flatnonzero(busy.gap > 0)
     best = candidates[np.argsort(-busy.gap[candidates], kind="stable")[:top]]
     df, warps = c.trace.df, c.trace.warps
@@ -77,24 +78,29 @@ def concurrency(c: Context) -> dict | None:
     bins = max(10, c.width - longest_name - 30)
     edges = np.linspace(t0, t1, bins + 1)
     series = []
-    for scope, group in part.groupby("scope", observed=True, sort=False):
-        start = group["start_ns"].clip(t0, t1).to_numpy()
-        end = group["end_ns"].clip(t0, t1).to_numpy()
-        inside = end > start
-        start, end = start[inside], end[inside]
-        times = np.concatenate([start, end])
-        steps = np.concatenate([np.ones(len(start)), -np.ones(len(end))])
-        order = np.lexsort((steps, times))  # at one instant, ends (-1) before starts: no false overlap
-        times, level = times[order], np.cumsum(steps[order])
-        area = np.concatenate(([0.0], np.cumsum(level[:-1] * np.diff(times)))) if len(times) else np.zeros(1)
-        at = np.searchsorted(times, edges, side="right") - 1
-        valid = at >= 0
-        edge_area = np.zeros(len(edges))
-        edge_area[valid] = area[at[valid]] + level[at[valid]] * (edges[valid] - times[at[valid]])
-        values = np.diff(edge_area) / np.diff(edges)
-        series.append({"scope": str(scope), "peak": int(level.max()) if len(level) else 0,
-                       "mean": float(edge_area[-1] / (t1 - t0)), "values": np.round(values, 2).tolist()})
+    codes, names = part["scope"].cat.codes.to_numpy(), part["scope"].cat.categories
+    all_start, all_end = part["start_ns"].to_numpy(), part["end_ns"].to_numpy()
+    for code in pd.unique(codes):  # in order of first appearance
+        mine = codes == code
+        scope = names[code]
+        start = np.sort(np.clip(all_start[mine], t0, t1))
+        end = np.sort(np.clip(all_end[mine], t0, t1))
+        # Warps inside just after each start: starts so far minus ends so far (an end at
+        # that same instant has left already).
+        peak = int((np.arange(1, len(start) + 1) - np.searchsorted(end, start, side="right")).max()) \
+            if len(start) else 0
+        area = _covered_before(start, edges) - _covered_before(end, edges)  # warp-ns inside, up to each edge
+        values = np.diff(area) / np.diff(edges)
+        series.append({"scope": str(scope), "peak": max(peak, 0), "mean": float(area[-1] / (t1 - t0)),
+                       "values": np.round(values, 2).tolist()})
     return {"launch": c.launch, "start_ns": t0, "end_ns": t1, "bins": bins, "series": series}
+
+
+def _covered_before(times: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """For each edge, the sum over sorted ``times`` before it of (edge - time)."""
+    before = np.searchsorted(times, edges, side="left")
+    prefix = np.concatenate(([0.0], np.cumsum(times, dtype=np.float64)))
+    return before * edges - prefix[before]
 
 
 def outliers(c: Context) -> list[dict]:
