@@ -60,10 +60,11 @@ def _gaps(c: Context, top: int) -> list[dict]:
     df, warps = c.trace.df, c.trace.warps
     out = []
     for i in best:
-        warp, before, after = warps.iloc[busy.warp_row[i]], df.iloc[busy.row[i]], df.iloc[busy.after[i]]
+        # The gap runs from the end of ``ended`` to the start of ``started``.
+        warp, started, ended = warps.iloc[busy.warp_row[i]], df.iloc[busy.row[i]], df.iloc[busy.after[i]]
         out.append({**{k: int(warp[k]) for k in _PLACE}, "gap_ns": int(busy.gap[i]),
-                    "start_ns": int(max(before["start_ns"], c.selection.start_ns or 0) - busy.gap[i]),
-                    "after": str(after["scope"]), "before": str(before["scope"])})
+                    "start_ns": int(max(started["start_ns"], c.selection.start_ns or 0) - busy.gap[i]),
+                    "after": str(ended["scope"]), "before": str(started["scope"])})
     return out
 
 
