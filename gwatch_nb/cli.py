@@ -34,9 +34,9 @@ examples:
   gwatch show trace.json --longest softmax --longest-bubble --tid "[0,127]"
   gwatch show trace.json --timeline --sort-by bubble
 
-sections (none given: {defaults}). Times are on each launch's own axis, from its
-start; a bare number is in microseconds for --from/--to, in ns (timer ticks) for
-G-Watch's --stime/--etime.
+sections shown when none is given: {defaults}.
+Times are on each launch's own axis, from its start; a bare number is in
+microseconds for --from/--to, in ns (timer ticks) for G-Watch's --stime/--etime.
 """.format(defaults=", ".join(f"--{name}" for name in VIEWS))
 
 
