@@ -72,10 +72,10 @@ def _decode(records: LaunchRecords, cycles_are_ns: bool) -> _Launch:
 
 
 def _joined(arrays: list[np.ndarray]) -> np.ndarray:
-    """The launches' columns end to end as int64, always in a new array the table may own."""
+    """The launches' new int64 columns end to end (one launch's as it is: nothing else holds it)."""
     if not arrays:
         return np.zeros(0, np.int64)
-    return np.concatenate(arrays).astype(np.int64, copy=False) if len(arrays) > 1 else arrays[0].astype(np.int64)
+    return np.concatenate(arrays) if len(arrays) > 1 else arrays[0]
 
 
 class Trace:
@@ -158,15 +158,17 @@ class Trace:
         return _joined([l.intervals.warp_row.astype(np.int64) + first[i] for i, l in enumerate(self._launches)])
 
     def _interval_columns(self, index: int, launch: _Launch) -> dict[str, np.ndarray]:
+        """One launch's columns, each a new int64 array (the warp table is widened before
+        the gather: it is thousands of rows, the instances millions)."""
         iv, warps = launch.intervals, launch.records.warps
         rows = iv.warp_row
         start, end = launch.ns(iv.start_cycle, rows), launch.ns(iv.end_cycle, rows)
         return {
             "launch": np.full(len(rows), index, np.int64),
-            "block_x": warps["block_x"][rows], "block_y": warps["block_y"][rows],
-            "block_z": warps["block_z"][rows], "warp": warps["warp"][rows], "sm": warps["sm"][rows],
-            "scope_id": iv.scope_id, "start_ns": start, "end_ns": end,
-            "start_cycle": iv.start_cycle, "end_cycle": iv.end_cycle, "depth": iv.depth, "seq": iv.seq,
+            **{k: warps[k].astype(np.int64)[rows] for k in ("block_x", "block_y", "block_z", "warp", "sm")},
+            "scope_id": iv.scope_id.astype(np.int64), "start_ns": start, "end_ns": end,
+            "start_cycle": iv.start_cycle.astype(np.int64), "end_cycle": iv.end_cycle.astype(np.int64),
+            "depth": iv.depth.astype(np.int64), "seq": iv.seq.astype(np.int64),
         }
 
     @functools.cached_property
