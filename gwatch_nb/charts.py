@@ -16,7 +16,7 @@ import traitlets
 from .analysis import seq_trend, sm_activity, warp_activity
 from .serializers import scope_colours
 from .trace import Trace
-from .units import axis_unit
+from .units import range_unit
 
 #: Upper bound of data rows embedded per chart (altair refuses more than 5,000 by default).
 MAX_CHART_ROWS = 4000
@@ -45,7 +45,7 @@ def duration_distribution(trace: Trace) -> alt.FacetChart:
     parts = []
     for name, durations in df.groupby("scope", observed=True)["duration_ns"]:
         counts, edges = np.histogram(durations.to_numpy(), bins=HISTOGRAM_BINS)
-        unit, scale = axis_unit(edges[-1])
+        unit, scale = range_unit(edges[-1])
         parts.append(pd.DataFrame({"scope": str(name), "label": f"{name} ({unit})", "start": edges[:-1] / scale,
                                    "end": edges[1:] / scale, "count": counts}))
     hist = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(
@@ -78,7 +78,7 @@ def sm_activity_over_time(trace: Trace, launch: int = 0) -> alt.Chart:
     step_ns = float(activity["t_end_ns"].iloc[0] - activity["t_ns"].iloc[0]) if len(activity) else 1.0
     per_sm = (activity.groupby("sm", observed=True)["warps"]
               .agg(lambda w: np.round(w.to_numpy(), 2).tolist()).reset_index())
-    unit, scale = axis_unit(step_ns * SM_TIME_BINS)
+    unit, scale = range_unit(step_ns * SM_TIME_BINS)
     step = step_ns / scale
     host_time = ", interpreter host time" if trace.meta["tier"] == "interpreter" else ""
     title = "Warps inside an outermost scope, per SM"
@@ -105,7 +105,7 @@ def iteration_trend(trace: Trace) -> alt.Chart:
     stride = int(np.ceil(trend["seq"].nunique() * scopes / MAX_CHART_ROWS)) if len(trend) else 1
     if stride > 1:  # very long loops: every stride-th iteration is plenty for a line
         trend = trend[trend["seq"] % stride == 0]
-    unit, scale = axis_unit(trend["p95_ns"].max() if len(trend) else 0)
+    unit, scale = range_unit(trend["p95_ns"].max() if len(trend) else 0)
     trend = trend.assign(scope=trend["scope"].astype(str), median=trend["p50_ns"] / scale,
                          p95=trend["p95_ns"] / scale).drop(columns=["p50_ns", "p95_ns"])
     title = "Duration per iteration (nth instance in its warp): median solid, p95 dashed"

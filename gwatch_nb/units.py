@@ -14,10 +14,10 @@ def unit_for(largest_ns: float, ascii: bool = False) -> tuple[str, float]:
     return ("us" if ascii and unit == "µs" else unit), scale
 
 
-def axis_unit(largest_ns: float) -> tuple[str, float]:
-    """The unit for an axis reaching ``largest_ns``: the largest in which it reads at least
-    10, so ticks show whole numbers of up to four digits rather than 0.2, 0.4, ..."""
-    return unit_for(float(largest_ns) / 10)
+def range_unit(largest_ns: float, ascii: bool = False) -> tuple[str, float]:
+    """The unit for a chart axis or a table column reaching ``largest_ns``: the largest in
+    which it reads at least 10, so values show up to four whole digits rather than 0.2, 0.4, ..."""
+    return unit_for(float(largest_ns) / 10, ascii)
 
 
 def format_ns(ns, ascii: bool = False) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..units import format_ns, format_scaled, unit_for
+from ..units import format_ns, format_scaled, range_unit
 from .raster import ABSENT, IDLE
 
 
@@ -83,7 +83,7 @@ def header(h: dict, style: Style, width: int) -> list[str]:
 def stats(stats: list[dict], style: Style, width: int) -> list[str]:
     if not stats:
         return ["SCOPES: no scope instances selected"]
-    unit, scale = unit_for(max(s["max_ns"] for s in stats), style.ascii)
+    unit, scale = range_unit(max(s["max_ns"] for s in stats), style.ascii)
     several_kernels = len({s["kernel"] for s in stats}) > 1
     header = (["kernel"] if several_kernels else []) + ["scope", "count", "min", "p50", "mean", "p95", "max",
                                                          "total"]
