@@ -171,13 +171,14 @@ def _show(args) -> int:
     several = len(list(report.runs())) > 1
     selection = Selection(launch=args.launch, blocks=args.block, warps=args.warp, scopes=args.scope,
                           start_ns=args.start, end_ns=args.end)
-    asked = list(args.views or []) + [s.name for s in SECTIONS if s.metavar and getattr(args, s.name)]
+    named = {s.name: getattr(args, s.name) for s in SECTIONS if s.metavar}  # e.g. longest=[scopes]
+    asked = list(args.views or []) + [name for name, values in named.items() if values]
     views = tuple(dict.fromkeys(asked)) if asked else VIEWS
     width = args.width or shutil.get_terminal_size((100, 24)).columns
     results = []
     for s, r, section, trace in runs:
         summary = summarize(trace, selection, views, width=width, rows=args.rows, top=args.top,
-                            sort_by=args.sort_by, longest=args.longest)
+                            sort_by=args.sort_by, **named)
         results.append(({"section": s + 1, "section_title": section.title, "run": r + 1}, summary))
     if args.json:
         document = {"file": os.fspath(args.file), "title": report.title,
