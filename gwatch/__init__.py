@@ -14,7 +14,7 @@ here is gwatch_nb's own object, re-exported; nothing is implemented twice.
 PyPI's G-Watch is also called ``gwatch``: installed beside gwatch-nb, the two packages
 hide one another, and importing this one warns (GwatchWarning) naming both."""
 from gwatch._shadowing import warn_if_shadowing
-from gwatch_nb import __version__
+from gwatch_nb._version import __version__
 
 warn_if_shadowing(__file__)
 

@@ -1,15 +1,15 @@
 """gwatch-nb: when each marked region of a Triton kernel ran, on every warp of every SM."""
-__version__ = "0.1.0"
-
+from ._version import __version__
 from .api import do_trace
-from .archive import load
 from .errors import (ArchiveError, CuptiBusyError, CuptiUnavailableError, GwatchError, GwatchWarning,
                      NoGPUError, NoMatchingKernelError, TraceFailedError)
+from .report import load, load_report
 from .trace import Trace, TraceWarning
 
 __all__ = [
-    "do_trace", "load", "Trace", "TraceWarning", "GwatchError", "GwatchWarning", "NoGPUError",
-    "CuptiUnavailableError", "CuptiBusyError", "NoMatchingKernelError", "TraceFailedError", "ArchiveError",
+    "__version__", "do_trace", "load", "load_report", "Trace", "TraceWarning", "GwatchError", "GwatchWarning",
+    "NoGPUError", "CuptiUnavailableError", "CuptiBusyError", "NoMatchingKernelError", "TraceFailedError",
+    "ArchiveError",
 ]
 
 

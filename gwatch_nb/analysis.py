@@ -4,6 +4,8 @@ All of them aggregate with pandas/numpy over whole columns, so they stay fast on
 of millions of scope instances. Times are ns on each launch's own axis."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pandas as pd
 
@@ -26,17 +28,74 @@ def scope_stats(df: pd.DataFrame) -> pd.DataFrame:
     return out.sort_values(["kernel", "total_ns"], ascending=[True, False], ignore_index=True)
 
 
-def warp_activity(trace: Trace) -> pd.DataFrame:
-    """Per warp: lifetime, time inside outermost scopes (busy), the rest (idle), busy share."""
-    warps = trace.warps
-    keys = ["launch", "block_x", "block_y", "block_z", "warp"]
+@dataclass
+class BusyTime:
+    """How chosen scope instances fill their warps' time, instance by instance (in Trace.df
+    order, clipped to a window): ``row`` the instance's df row, ``warp_row`` its warp's row
+    in Trace.warps, ``adds`` the ns it adds to its warp's busy time (the union of the chosen
+    instances, so nested or overlapping ones count once), ``gap`` the idle ns since the
+    warp's earlier chosen instances all ended (0 for the first), ``after`` the df row of
+    the instance that ended last before that gap (-1 for none)."""
+    row: np.ndarray
+    warp_row: np.ndarray
+    adds: np.ndarray
+    gap: np.ndarray
+    after: np.ndarray
+
+
+def busy_time(trace: Trace, rows: np.ndarray | None = None, start_ns: int | None = None,
+              end_ns: int | None = None) -> BusyTime:
+    """The busy union of ``rows`` of Trace.df (all when None) in [start_ns, end_ns)."""
     df = trace.df
-    top = df[df["depth"] == 0]
-    busy = top.groupby(keys, observed=True)["duration_ns"].sum().rename("busy_ns")
-    out = warps.merge(busy, how="left", left_on=keys, right_index=True)
-    out["busy_ns"] = out["busy_ns"].fillna(0).astype(np.int64)
-    lifetime = (out["end_ns"] - out["start_ns"]).where(out["exited"], 0)
-    out["lifetime_ns"] = lifetime.astype(np.int64)
+    row = np.arange(len(df)) if rows is None else np.asarray(rows, np.int64)
+    warp = trace.warp_row[row]
+    start, end = df["start_ns"].to_numpy()[row], df["end_ns"].to_numpy()[row]
+    if start_ns is not None or end_ns is not None:
+        lo = np.iinfo(np.int64).min if start_ns is None else start_ns
+        hi = np.iinfo(np.int64).max if end_ns is None else end_ns
+        start, end = np.clip(start, lo, hi), np.clip(end, lo, hi)
+    inside = end > start
+    row, warp, start, end = row[inside], warp[inside], start[inside], end[inside]
+    if len(row) and (np.any(np.diff(warp) < 0) or np.any((np.diff(start) < 0) & (np.diff(warp) == 0))):
+        order = np.lexsort((start, warp))  # a warp's instances are in start order already: this is a guard
+        row, warp, start, end = row[order], warp[order], start[order], end[order]
+    # Per warp, the latest end so far: one running maximum over warps laid end to end.
+    origin = int(start.min()) if len(row) else 0
+    span = int(end.max()) - origin + 1 if len(row) else 1
+    shifted = end - origin + warp * span
+    latest = np.maximum.accumulate(shifted)
+    setter = np.maximum.accumulate(np.where(shifted == latest, np.arange(len(row)), 0))
+    first = np.ones(len(row), bool)
+    first[1:] = warp[1:] != warp[:-1]
+    before = np.empty(len(row), np.int64)
+    before[1:] = latest[:-1] - warp[1:] * span + origin
+    before[first] = start[first]
+    adds = end - np.maximum(start, before)
+    np.maximum(adds, 0, out=adds)
+    gap = np.where(first, 0, np.maximum(start - before, 0))
+    after = np.full(len(row), -1, np.int64)
+    after[1:] = row[setter[:-1]]
+    after[first] = -1
+    return BusyTime(row, warp, adds, gap, after)
+
+
+def warp_activity(trace: Trace, rows: np.ndarray | None = None, start_ns: int | None = None,
+                  end_ns: int | None = None) -> pd.DataFrame:
+    """Per warp: lifetime, time inside the chosen scope instances (busy: all of them when
+    ``rows`` is None, counting overlaps once), the rest (idle) and the busy share, all
+    within [start_ns, end_ns) when a window is given."""
+    return activity_of(trace, busy_time(trace, rows, start_ns, end_ns), start_ns, end_ns)
+
+
+def activity_of(trace: Trace, busy: BusyTime, start_ns: int | None = None, end_ns: int | None = None) -> pd.DataFrame:
+    """warp_activity from a BusyTime already computed for the same window."""
+    warps = trace.warps
+    out = warps.copy()
+    out["busy_ns"] = np.bincount(busy.warp_row, busy.adds, minlength=len(warps)).astype(np.int64)
+    lo = np.iinfo(np.int64).min if start_ns is None else start_ns
+    hi = np.iinfo(np.int64).max if end_ns is None else end_ns
+    alive = np.minimum(out["end_ns"].to_numpy(), hi) - np.maximum(out["start_ns"].to_numpy(), lo)
+    out["lifetime_ns"] = np.where(out["exited"].to_numpy(), np.maximum(alive, 0), 0).astype(np.int64)
     out["idle_ns"] = (out["lifetime_ns"] - out["busy_ns"]).clip(lower=0)
     out["busy_share"] = np.where(out["lifetime_ns"] > 0, out["busy_ns"] / out["lifetime_ns"].replace(0, 1), 0.0)
     return out

@@ -30,7 +30,8 @@ def _runs(option: str, value, least: int) -> int:
 
 
 def _meta(session: tiers.TracingSession) -> dict:
-    from . import __version__, triton_compat
+    from . import triton_compat
+    from ._version import __version__
     options = session.options
     return {"tier": session.tier, "kernel_name_pattern": options.pattern.pattern,
             "scopes_traced": None if options.scopes is None else sorted(options.scopes),
@@ -85,8 +86,7 @@ def do_trace(fn: Callable[[], object], kernel_name_pattern: str, dsl: str = "tri
     for warning in trace.warnings:
         warnings.warn(str(warning), GwatchWarning, stacklevel=2)
     if dump_path is not None:
-        from .archive import save
-        save(trace, dump_path)
+        trace.save(dump_path)
     return trace
 
 

@@ -1,8 +1,10 @@
-"""Trace archives: one ``.json`` file holding a trace's raw records, losslessly.
+"""Trace archives: one ``.json`` document holding a trace's raw records, losslessly.
 
 Columns travel as zlib-compressed little-endian arrays in base64 (docs/FORMAT.md), so
 an archive of millions of scope instances stays compact and loads fast. Loading never
-executes anything from the file: it is plain JSON, checked field by field."""
+executes anything from the file: it is plain JSON, checked field by field. Files are
+written by outputs.py and read by ``gwatch_nb.load`` (report.py), which also reads
+report archives."""
 from __future__ import annotations
 
 import base64
@@ -80,20 +82,6 @@ def to_document(trace: Trace) -> dict:
             "scope_names": {str(k): v for k, v in trace.scope_names.items()}, "launches": launches}
 
 
-def save(trace: Trace, path) -> None:
-    document = to_document(trace)
-    partial = f"{os.fspath(path)}.partial"
-    with open(partial, "w") as f:
-        json.dump(document, f, separators=(",", ":"), default=_json_default)
-    os.replace(partial, path)
-
-
-def _json_default(value):
-    if isinstance(value, np.generic):
-        return value.item()
-    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
-
-
 # ------------------------------------------------------------------ load
 
 def read_json(path, max_bytes: int = MAX_ARCHIVE_BYTES) -> Any:
@@ -113,11 +101,6 @@ def read_json(path, max_bytes: int = MAX_ARCHIVE_BYTES) -> Any:
         raise ArchiveError(f"{path}: not a gwatch-nb archive (invalid JSON: {str(error)[:80]})") from None
     except OSError as error:
         raise ArchiveError(f"{path}: cannot read ({error.strerror or error})") from None
-
-
-def load(path, max_bytes: int = MAX_ARCHIVE_BYTES) -> Trace:
-    """Read an archive written by ``Trace.save``; ArchiveError (one line) if it is not one."""
-    return from_document(read_json(path, max_bytes), os.fspath(path))
 
 
 def check_version(version: Any, current: int, what: str, where: str) -> None:

@@ -16,6 +16,7 @@ import traitlets
 from .analysis import seq_trend, sm_activity, warp_activity
 from .serializers import scope_colours
 from .trace import Trace
+from .units import range_unit
 
 #: Upper bound of data rows embedded per chart (altair refuses more than 5,000 by default).
 MAX_CHART_ROWS = 4000
@@ -25,6 +26,12 @@ WARP_POINTS = 400
 WIDTH = 460
 
 
+def _axis(title: str, flush: bool = False, **kw) -> alt.Axis:
+    """An axis whose labels keep a few pixels apart (some are dropped instead) and stay
+    within the chart; ``flush`` draws an x axis's end labels inward."""
+    return alt.Axis(title=title, labelOverlap="greedy", labelSeparation=4, labelFlush=flush, **kw)
+
+
 def _scope_colour(trace: Trace, title: str | None = "scope") -> alt.Color:
     names = [str(n) for n in trace.df["scope"].cat.categories]
     return alt.Color("scope:N", scale=alt.Scale(domain=names, range=scope_colours(len(names))),
@@ -32,24 +39,28 @@ def _scope_colour(trace: Trace, title: str | None = "scope") -> alt.Color:
 
 
 def duration_distribution(trace: Trace) -> alt.FacetChart:
-    """A histogram of each scope's instance durations, one row per scope."""
+    """A histogram of each scope's instance durations, one row per scope, each in the unit
+    that suits its own range (shown beside its name)."""
     df = trace.df
     parts = []
     for name, durations in df.groupby("scope", observed=True)["duration_ns"]:
         counts, edges = np.histogram(durations.to_numpy(), bins=HISTOGRAM_BINS)
-        parts.append(pd.DataFrame({"scope": str(name), "start_ns": edges[:-1], "end_ns": edges[1:], "count": counts}))
+        unit, scale = range_unit(edges[-1])
+        parts.append(pd.DataFrame({"scope": str(name), "label": f"{name} ({unit})", "start": edges[:-1] / scale,
+                                   "end": edges[1:] / scale, "count": counts}))
     hist = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(
-        {"scope": pd.Series(dtype=str), "start_ns": [], "end_ns": [], "count": []})
+        {"scope": pd.Series(dtype=str), "label": pd.Series(dtype=str), "start": [], "end": [], "count": []})
     base = alt.Chart(hist).mark_rect().encode(
-        x=alt.X("start_ns:Q", title="duration (ns)", scale=alt.Scale(zero=False)), x2="end_ns:Q",
-        y=alt.Y("count:Q", title="instances"), y2=alt.datum(0),
+        x=alt.X("start:Q", axis=_axis("duration", flush=True, tickCount=6), scale=alt.Scale(zero=False, nice=False)),
+        x2="end:Q",
+        y=alt.Y("count:Q", axis=_axis("instances", tickCount=3)), y2=alt.datum(0),
         color=_scope_colour(trace),
-        tooltip=[alt.Tooltip("scope:N"), alt.Tooltip("start_ns:Q", title="from (ns)", format=",.0f"),
-                 alt.Tooltip("end_ns:Q", title="to (ns)", format=",.0f"), alt.Tooltip("count:Q", format=",")],
+        tooltip=[alt.Tooltip("label:N", title="scope"), alt.Tooltip("start:Q", title="from", format=",.4~r"),
+                 alt.Tooltip("end:Q", title="to", format=",.4~r"), alt.Tooltip("count:Q", format=",")],
     ).properties(width=WIDTH, height=70)
-    names = [str(n) for n in df["scope"].cat.categories]
-    return base.facet(row=alt.Row("scope:N", sort=names, title=None,
-                                  header=alt.Header(labelAngle=0, labelAlign="left"))
+    labels = list(dict.fromkeys(hist["label"]))
+    return base.facet(row=alt.Row("label:N", sort=labels, title=None,
+                                  header=alt.Header(labelAngle=0, labelAlign="left", labelLimit=160))
                       ).resolve_scale(x="independent", y="independent").properties(
         title="Duration of each scope's instances")
 
@@ -67,7 +78,8 @@ def sm_activity_over_time(trace: Trace, launch: int = 0) -> alt.Chart:
     step_ns = float(activity["t_end_ns"].iloc[0] - activity["t_ns"].iloc[0]) if len(activity) else 1.0
     per_sm = (activity.groupby("sm", observed=True)["warps"]
               .agg(lambda w: np.round(w.to_numpy(), 2).tolist()).reset_index())
-    step_us = step_ns / 1000
+    unit, scale = range_unit(step_ns * SM_TIME_BINS)
+    step = step_ns / scale
     host_time = ", interpreter host time" if trace.meta["tier"] == "interpreter" else ""
     title = "Warps inside an outermost scope, per SM"
     if len(trace.records) > 1:
@@ -75,12 +87,13 @@ def sm_activity_over_time(trace: Trace, launch: int = 0) -> alt.Chart:
     return alt.Chart(per_sm).transform_flatten(["warps"]).transform_window(
         slice="row_number()", groupby=["sm"],
     ).transform_calculate(
-        t0_us=f"(datum.slice - 1) * {step_us!r}", t1_us=f"datum.slice * {step_us!r}",
+        t0=f"(datum.slice - 1) * {step!r}", t1=f"datum.slice * {step!r}",
     ).mark_rect().encode(
-        x=alt.X("t0_us:Q", title=f"time since launch start (µs{host_time})"), x2="t1_us:Q",
-        y=alt.Y("sm:O", title="SM", axis=alt.Axis(labelOverlap=True)),
+        x=alt.X("t0:Q", axis=_axis(f"time since launch start ({unit}{host_time})", flush=True, tickCount=8),
+                scale=alt.Scale(nice=False)), x2="t1:Q",
+        y=alt.Y("sm:O", axis=_axis("SM")),
         color=alt.Color("warps:Q", title="warps", scale=alt.Scale(scheme="viridis")),
-        tooltip=[alt.Tooltip("sm:O", title="SM"), alt.Tooltip("t0_us:Q", title="from (µs)", format=",.2f"),
+        tooltip=[alt.Tooltip("sm:O", title="SM"), alt.Tooltip("t0:Q", title=f"from ({unit})", format=",.4~r"),
                  alt.Tooltip("warps:Q", title="mean warps", format=".2f")],
     ).properties(width=WIDTH, height=max(120, min(4 * len(per_sm), 560)), title=title)
 
@@ -92,20 +105,23 @@ def iteration_trend(trace: Trace) -> alt.Chart:
     stride = int(np.ceil(trend["seq"].nunique() * scopes / MAX_CHART_ROWS)) if len(trend) else 1
     if stride > 1:  # very long loops: every stride-th iteration is plenty for a line
         trend = trend[trend["seq"] % stride == 0]
-    trend = trend.assign(scope=trend["scope"].astype(str)).rename(columns={"p50_ns": "median", "p95_ns": "p95"})
+    unit, scale = range_unit(trend["p95_ns"].max() if len(trend) else 0)
+    trend = trend.assign(scope=trend["scope"].astype(str), median=trend["p50_ns"] / scale,
+                         p95=trend["p95_ns"] / scale).drop(columns=["p50_ns", "p95_ns"])
     title = "Duration per iteration (nth instance in its warp): median solid, p95 dashed"
     if stride > 1:
         title += f", one iteration in {stride}"
-    return alt.Chart(trend).transform_fold(["median", "p95"], as_=["statistic", "duration_ns"]).mark_line(
+    return alt.Chart(trend).transform_fold(["median", "p95"], as_=["statistic", "duration"]).mark_line(
         point=alt.OverlayMarkDef(size=14),
     ).encode(
-        x=alt.X("seq:Q", title="iteration (seq)"),
-        y=alt.Y("duration_ns:Q", title="duration (ns)"),
+        x=alt.X("seq:Q", axis=_axis("iteration (seq)", flush=True, tickMinStep=1, format="d")),
+        y=alt.Y("duration:Q", axis=_axis(f"duration ({unit})")),
         color=_scope_colour(trace),
         strokeDash=alt.StrokeDash("statistic:N", legend=None,
                                   scale=alt.Scale(domain=["median", "p95"], range=[[1, 0], [4, 3]])),
         tooltip=[alt.Tooltip("scope:N"), alt.Tooltip("seq:Q"), alt.Tooltip("statistic:N"),
-                 alt.Tooltip("duration_ns:Q", format=",.0f"), alt.Tooltip("count:Q", format=",")],
+                 alt.Tooltip("duration:Q", title=f"duration ({unit})", format=",.4~r"),
+                 alt.Tooltip("count:Q", format=",")],
     ).properties(width=WIDTH, height=220, title=title)
 
 
@@ -119,8 +135,9 @@ def warp_busy_share(trace: Trace) -> alt.Chart:
     rank = np.linspace(0, 100, len(share)) if len(share) > 1 else np.zeros(len(share))
     points = pd.DataFrame({"rank_pct": rank, "busy": share, "idle": 1 - share})
     return alt.Chart(points).transform_fold(["busy", "idle"], as_=["state", "share"]).mark_area().encode(
-        x=alt.X("rank_pct:Q", title=f"warps ranked by busy share (% of {int(activity['exited'].sum()):,} warps)"),
-        y=alt.Y("share:Q", title="share of the warp's lifetime", stack="zero", axis=alt.Axis(format="%")),
+        x=alt.X("rank_pct:Q", axis=_axis(f"warps ranked by busy share (% of {int(activity['exited'].sum()):,} warps)",
+                                            flush=True)),
+        y=alt.Y("share:Q", stack="zero", axis=_axis("share of the warp's lifetime", format="%")),
         color=alt.Color("state:N", title=None,
                         scale=alt.Scale(domain=["busy", "idle"], range=["#4e79a7", "#d9dde3"])),
         order=alt.Order("state:N", sort="ascending"),

@@ -10,10 +10,12 @@ import os
 import shutil
 import sys
 
-from . import __version__
+from ._version import __version__
 from .errors import ArchiveError
-from .report import FORMATS, Report, Section, format_of, load_report
-from .show import VIEWS, Selection, SelectionError, format_text, parse_block, parse_numbers, parse_time, summarize
+from .outputs import format_of, supported
+from .report import Report, Section, load_report
+from .show import (SECTIONS, VIEWS, Selection, SelectionError, format_text, parse_block, parse_numbers,
+                   parse_threads, parse_ticks, parse_time, summarize)
 
 EXIT_INPUT_ERROR = 2
 
@@ -29,11 +31,13 @@ examples:
   gwatch show trace.json --timeline --block 3 --from 10us --to 25us
   gwatch show trace.json --scope softmax,dot_pv --outliers --top 20
   gwatch show report.json --section 2 --run 1
+  gwatch show trace.json --longest softmax --longest-bubble --tid "[0,127]"
+  gwatch show trace.json --timeline --sort-by bubble
 
-views (none given: all): --stats, --pipeline (alias --bubbles), --timeline,
---concurrency, --outliers. Times are on each launch's own axis, from its start;
-a bare number is in microseconds.
-"""
+sections shown when none is given: {defaults}.
+Times are on each launch's own axis, from its start; a bare number is in
+microseconds for --from/--to, in ns (timer ticks) for G-Watch's --stime/--etime.
+""".format(defaults=", ".join(f"--{name}" for name in VIEWS))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -53,17 +57,14 @@ def build_parser() -> argparse.ArgumentParser:
                     "concurrency show one launch (the first, or --launch N).",
         epilog=_SHOW_EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
     show.add_argument("file", metavar="FILE", help="a trace archive (.json) or a report archive (.json)")
-    views = show.add_argument_group("views (default: all)")
-    views.add_argument("--stats", action="append_const", dest="views", const="stats",
-                       help="per-scope count, min, p50, mean, p95, max, total")
-    views.add_argument("--pipeline", "--bubbles", action="append_const", dest="views", const="pipeline",
-                       help="busy vs idle time per warp, the idlest warps, the longest gaps")
-    views.add_argument("--timeline", action="append_const", dest="views", const="timeline",
-                       help="one row of characters per warp, a letter per scope")
-    views.add_argument("--concurrency", action="append_const", dest="views", const="concurrency",
-                       help="how many warps are inside each scope over time")
-    views.add_argument("--outliers", action="append_const", dest="views", const="outliers",
-                       help="the slowest scope instances")
+    views = show.add_argument_group("sections (default: " + ", ".join(VIEWS) + ")")
+    for section in SECTIONS:
+        if section.metavar:
+            views.add_argument(*section.flags, action="append", dest=section.name, default=[],
+                               metavar=section.metavar, help=section.help)
+        else:
+            views.add_argument(*section.flags, action="append_const", dest="views", const=section.name,
+                               help=section.help)
     _add_part_options(show)
     chosen = show.add_argument_group("selection")
     chosen.add_argument("--launch", type=int, metavar="N", help="launch index (0-based; default: the first)")
@@ -76,19 +77,29 @@ def build_parser() -> argparse.ArgumentParser:
     chosen.add_argument("--from", dest="start", type=_parsed(parse_time), metavar="TIME",
                         help="window start, e.g. 12.5us, 800ns, 1ms (bare number: µs)")
     chosen.add_argument("--to", dest="end", type=_parsed(parse_time), metavar="TIME", help="window end")
+    chosen.add_argument("--tid", action="extend", dest="warp", type=_parsed(parse_threads), metavar="RANGES",
+                        help="G-Watch's thread filter, e.g. '[0,31], [64,95]': the warps holding those threads")
+    chosen.add_argument("--stime", dest="start", type=_parsed(parse_ticks), metavar="TICKS",
+                        help="G-Watch's window start in timer ticks (ns); same as --from")
+    chosen.add_argument("--etime", dest="end", type=_parsed(parse_ticks), metavar="TICKS",
+                        help="G-Watch's window end in timer ticks (ns); same as --to")
+    chosen.add_argument("--mode", choices=("trace",), help="G-Watch's view kind; only trace exists here")
     layout = show.add_argument_group("output")
     layout.add_argument("--json", action="store_true", help="print the analysis as JSON (times in ns)")
     layout.add_argument("--width", type=_positive, metavar="N",
                         help="line width in characters (default: the terminal's, else 100)")
-    layout.add_argument("--rows", type=_positive, default=8, metavar="N", help="warps in the timeline (default 8)")
+    layout.add_argument("--rows", "--sample", type=_positive, default=8, metavar="N",
+                        help="warps in the timeline (default 8)")
+    layout.add_argument("--sort-by", metavar="active|bubble|SCOPE",
+                        help="timeline warps: those with the most busy time, idle time or time in SCOPE, first")
+    layout.add_argument("--human", action="store_true", help=argparse.SUPPRESS)
     layout.add_argument("--top", type=_positive, default=5, metavar="N",
                         help="rows of idlest warps, gaps and outliers (default 5)")
     show.set_defaults(handler=_show)
 
     export = commands.add_parser(
         "export", help="write a trace or report as HTML, Perfetto / Chrome trace or agent archive",
-        description="Convert FILE to OUT; the format follows OUT's extension: "
-                    + ", ".join(f"{ext} ({what})" for ext, what in FORMATS.items() if ext != ".htm") + ".")
+        description=f"Convert FILE to OUT; the format follows OUT's extension: {supported()}.")
     export.add_argument("file", metavar="FILE", help="a trace archive or report archive (.json)")
     export.add_argument("out", metavar="OUT", help="where to write, e.g. trace.html or trace.perfetto.json")
     _add_part_options(export)
@@ -152,16 +163,22 @@ def _chosen(report: Report, path: str, section: str | None,
 
 
 def _show(args) -> int:
+    if args.human:
+        raise UsageError("--human (ANSI colour) is not supported: gwatch show prints plain text; "
+                         "--json gives the data for other tools")
     report = load_report(args.file)
     runs = _chosen(report, args.file, args.section, args.run)
     several = len(list(report.runs())) > 1
     selection = Selection(launch=args.launch, blocks=args.block, warps=args.warp, scopes=args.scope,
                           start_ns=args.start, end_ns=args.end)
-    views = tuple(dict.fromkeys(args.views)) if args.views else VIEWS
+    named = {s.name: getattr(args, s.name) for s in SECTIONS if s.metavar}  # e.g. longest=[scopes]
+    asked = list(args.views or []) + [name for name, values in named.items() if values]
+    views = tuple(dict.fromkeys(asked)) if asked else VIEWS
     width = args.width or shutil.get_terminal_size((100, 24)).columns
     results = []
     for s, r, section, trace in runs:
-        summary = summarize(trace, selection, views, width=width, rows=args.rows, top=args.top)
+        summary = summarize(trace, selection, views, width=width, rows=args.rows, top=args.top,
+                            sort_by=args.sort_by, **named)
         results.append(({"section": s + 1, "section_title": section.title, "run": r + 1}, summary))
     if args.json:
         document = {"file": os.fspath(args.file), "title": report.title,

@@ -8,16 +8,17 @@ from __future__ import annotations
 
 import datetime
 import html
-import math
-import os
 from pathlib import Path
 from typing import Sequence
 
 from . import instrumentation_cost
+from ._version import __version__
 from .analysis import scope_stats
 from .charts import all_charts
+from .outputs import atomic_write
 from .serializers import embedded_state, script_json, timeline_payload
 from .trace import Trace
+from .units import format_ns
 
 STATIC = Path(__file__).parent / "static"
 TIMELINE_HEIGHT = 480
@@ -29,17 +30,6 @@ def _static(name: str) -> str:
     if "</script" in text.lower() or "</style" in text.lower():
         raise ValueError(f"static/{name} contains a closing </script or </style tag and cannot be inlined")
     return text
-
-
-def format_ns(ns: float) -> str:
-    """ns as text: about four significant digits in the largest unit that keeps it >= 1."""
-    ns = float(ns)
-    scale, unit = next(((s, u) for s, u in ((1e9, "s"), (1e6, "ms"), (1e3, "µs")) if abs(ns) >= s), (1.0, "ns"))
-    value = ns / scale
-    if unit == "ns" and value.is_integer():
-        return f"{value:.0f} ns"
-    digits = max(0, 3 - int(math.floor(math.log10(max(abs(value), 1.0)))))
-    return f"{value:.{digits}f} {unit}"
 
 
 def _check_sections(title, sections) -> list[tuple[str, list[Trace]]]:
@@ -115,12 +105,10 @@ def _run(trace: Trace, section: int, run: int, runs: int) -> str:
     return "\n".join(parts)
 
 
-def render_document(title: str, sections: list[tuple[str, list[Trace]]], path) -> None:
-    """Write one self-contained HTML file: per section a heading, per trace (run) its
-    timeline, charts, scope statistics and warnings."""
+def page(title: str, sections: list[tuple[str, list[Trace]]]) -> str:
+    """One self-contained HTML page: per section a heading, per trace (run) its timeline,
+    charts, scope statistics and warnings."""
     checked = _check_sections(title, sections)
-    from . import __version__
-
     generated = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     body = [f"<h1>{html.escape(title)}</h1>",
             f'<p class="gw-generated">gwatch-nb {html.escape(__version__)} · written {generated}</p>']
@@ -133,7 +121,7 @@ def render_document(title: str, sections: list[tuple[str, list[Trace]]], path) -
             body.append('<p class="gw-run-facts">no runs</p>')
         body.extend(_run(trace, index, run, len(traces)) for run, trace in enumerate(traces))
         body.append("</section>")
-    document = "\n".join([
+    return "\n".join([
         "<!doctype html>",
         '<html lang="en"><head><meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
@@ -145,12 +133,18 @@ def render_document(title: str, sections: list[tuple[str, list[Trace]]], path) -
         f"<script>{_static('report.js')}</script>",
         "</body></html>",
     ])
-    Path(os.fspath(path)).write_text(document, encoding="utf-8")
 
 
-def write_trace_html(trace: Trace, path, title: str | None = None) -> None:
-    """One trace as a report of one section (what ``Trace.to_html`` writes)."""
+def render_document(title: str, sections: list[tuple[str, list[Trace]]], path) -> None:
+    """Write ``page(title, sections)`` to a file (atomically: see outputs.atomic_write)."""
+    text = page(title, sections)
+    with atomic_write(path) as out:
+        out.write(text.encode())
+
+
+def trace_page(trace: Trace, title: str | None = None) -> str:
+    """One trace as a page of one section (what ``Trace.to_html`` writes)."""
     if not isinstance(trace, Trace):
         raise TypeError(f"expected a gwatch_nb.Trace, got {type(trace).__name__}")
     kernels = ", ".join(sorted({r.kernel for r in trace.records})) or "trace"
-    render_document(title if title is not None else f"gwatch-nb: {kernels}", [(kernels, [trace])], path)
+    return page(title if title is not None else f"gwatch-nb: {kernels}", [(kernels, [trace])])

@@ -11,8 +11,7 @@ of events are written without a Python loop per event."""
 from __future__ import annotations
 
 import json
-import os
-from typing import Sequence
+from typing import BinaryIO, Sequence
 
 import numpy as np
 import pandas as pd
@@ -22,7 +21,6 @@ from .trace import Trace
 GROUPINGS = ("sm", "block")
 _CHUNK = 1 << 18  # events formatted at a time: bounds the byte matrix to tens of MB
 _SPACE, _ZERO = ord(" "), ord("0")
-_WARP_KEYS = ["launch", "block_x", "block_y", "block_z", "warp"]
 _POWERS_OF_TEN = 10 ** np.arange(1, 19, dtype=np.int64)
 
 
@@ -120,15 +118,6 @@ def _put_integer(buf: np.ndarray, col: int, width: int, values: np.ndarray, nega
 
 # ------------------------------------------------------------------ what goes where
 
-def _warp_index(df: pd.DataFrame, warps: pd.DataFrame) -> np.ndarray:
-    """For each scope instance, its warp's row in ``warps``."""
-    dims = [int(max(df[k].max() if len(df) else 0, warps[k].max() if len(warps) else 0)) + 1 for k in _WARP_KEYS]
-    pack = lambda frame: np.ravel_multi_index([frame[k].to_numpy(np.int64) for k in _WARP_KEYS], dims)
-    warp_keys = pack(warps)
-    order = np.argsort(warp_keys, kind="stable")
-    return order[np.searchsorted(warp_keys[order], pack(df))]
-
-
 def nested_properly(df: pd.DataFrame, warp_row: np.ndarray) -> np.ndarray:
     """True for the instances that nest on their warp's thread: inside their parent (the
     last earlier instance one level up in the same warp), itself nested properly.
@@ -173,40 +162,33 @@ def _group_keys(warps: pd.DataFrame, group_by: str) -> tuple[np.ndarray, list[st
 
 # ------------------------------------------------------------------ writing
 
-def write(runs: Sequence[tuple[str, Trace]], path, group_by: str = "sm") -> None:
-    """Write one trace file holding every run; ``runs`` pairs a label (may be empty) with a Trace.
-    pids, tids and async ids are numbered on across runs, so they never collide."""
+def write(runs: Sequence[tuple[str, Trace]], out: BinaryIO, group_by: str = "sm") -> None:
+    """Write one trace file holding every run to a binary file; ``runs`` pairs a label (may
+    be empty) with a Trace. pids, tids and async ids are numbered on across runs, so they
+    never collide."""
     if group_by not in GROUPINGS:
         raise ValueError(f"group_by={group_by!r} is not supported; supported: {', '.join(GROUPINGS)}")
-    partial = f"{os.fspath(path)}.partial"
     first_pid = first_tid = 1
     first_id = 0
     separator = b"\n"
     about = []
-    with open(partial, "wb") as out:
-        out.write(b'{"traceEvents":[')
-        for label, trace in runs:
-            process_of_warp, process_names, thread_names = _group_keys(trace.warps, group_by)
-            if thread_names:
-                # Event lines start with ",\n": they always follow these metadata events.
-                metadata = _metadata(label, process_of_warp, process_names, thread_names, first_pid, first_tid)
-                out.write(separator + ",\n".join(metadata).encode())
-                separator = b",\n"
-                for chunk in _event_chunks(trace, first_pid + process_of_warp, first_tid, first_id):
-                    out.write(chunk)
-            first_pid, first_tid, first_id = first_pid + len(process_names), first_tid + len(thread_names), \
-                first_id + len(trace.df)
-            about.append({"label": label, "tier": trace.meta.get("tier"), "time_source": trace.meta.get("time_source"),
-                          "scopes_traced": trace.meta.get("scopes_traced"),
-                          "kernels": sorted(set(trace.launches["kernel"])) if len(trace.launches) else [],
-                          "warnings": [str(w) for w in trace.warnings]})
-        out.write(b'\n],"metadata":' + _json({"gwatch-nb": {"runs": about}}).encode() + b"}\n")
-    os.replace(partial, path)
-
-
-def export(trace: Trace, path, group_by: str = "sm") -> None:
-    """Write one Trace as a Perfetto / Chrome trace (see the module docstring)."""
-    write([("", trace)], path, group_by)
+    out.write(b'{"traceEvents":[')
+    for label, trace in runs:
+        process_of_warp, process_names, thread_names = _group_keys(trace.warps, group_by)
+        if thread_names:
+            # Event lines start with ",\n": they always follow these metadata events.
+            metadata = _metadata(label, process_of_warp, process_names, thread_names, first_pid, first_tid)
+            out.write(separator + ",\n".join(metadata).encode())
+            separator = b",\n"
+            for chunk in _event_chunks(trace, first_pid + process_of_warp, first_tid, first_id):
+                out.write(chunk)
+        first_pid, first_tid, first_id = first_pid + len(process_names), first_tid + len(thread_names), \
+            first_id + len(trace.df)
+        about.append({"label": label, "tier": trace.meta.get("tier"), "time_source": trace.meta.get("time_source"),
+                      "scopes_traced": trace.meta.get("scopes_traced"),
+                      "kernels": sorted(set(trace.launches["kernel"])) if len(trace.launches) else [],
+                      "warnings": [str(w) for w in trace.warnings]})
+    out.write(b'\n],"metadata":' + _json({"gwatch-nb": {"runs": about}}).encode() + b"}\n")
 
 
 def _json(value) -> str:
@@ -236,7 +218,7 @@ def _event_chunks(trace: Trace, pid_of_warp: np.ndarray, first_tid: int, first_i
     df = trace.df
     if df.empty:
         return
-    warp_row = _warp_index(df, trace.warps)
+    warp_row = trace.warp_row
     nested = nested_properly(df, warp_row)
     scope_codes = df["scope"].cat.codes.to_numpy()
     names = [_json(str(name)) for name in df["scope"].cat.categories]

@@ -1,25 +1,25 @@
-"""Reports: a title and sections, each holding several traced runs, rendered to one file.
+"""Reports: a title and sections, each holding several traced runs, rendered to one file;
+and the one loader of both archive kinds.
 
-``Report.render(path)`` picks the format by the file's extension: ``.html`` (one offline
-page for people), ``.perfetto.json`` (a Perfetto / Chrome trace) or ``.json`` (the
-lossless agent archive of the whole report, read back by ``load_report`` and
-``gwatch show``; its schema is in docs/FORMAT.md)."""
+``Report.render(path)`` picks the format by the file's extension (outputs.FORMATS):
+``.html`` (one offline page for people), ``.perfetto.json`` (a Perfetto / Chrome trace)
+or ``.json`` (the lossless agent archive of the whole report; its schema is in
+docs/FORMAT.md). ``load_report`` reads a report archive or a trace archive as a Report;
+``load`` reads either as one Trace."""
 from __future__ import annotations
 
 import datetime
-import json
 import os
 from typing import Any, Iterable, Iterator
 
 from . import archive
+from ._version import __version__
 from .errors import ArchiveError
+from .outputs import write_report
 from .trace import Trace
 
 REPORT_FORMAT = "gwatch-nb-report"
 REPORT_VERSION = 1
-#: Extensions render() understands, longest first (".perfetto.json" before ".json").
-FORMATS = {".perfetto.json": "Perfetto / Chrome trace", ".html": "offline HTML page", ".htm": "offline HTML page",
-           ".json": "lossless agent archive"}
 
 
 class Section:
@@ -75,28 +75,14 @@ class Report:
     # ------------------------------------------------------------ output
 
     def render(self, path, group_by: str = "sm") -> str:
-        """Write the report; the format follows the extension (see FORMATS). ``group_by``
+        """Write the report; the format follows the extension (outputs.FORMATS). ``group_by``
         ("sm" or "block") chooses the Perfetto processes. Returns the path written."""
-        path = os.fspath(path)
-        kind = format_of(path)
         if not any(section.runs for section in self.sections):
             raise ValueError("the report has no runs: add_section(...) then section.add_run(trace)")
-        if kind == ".perfetto.json":
-            from .perfetto import write
-            write([(self.run_label(s, r), trace) for s, r, _, trace in self.runs()], path, group_by)
-        elif kind in (".html", ".htm"):
-            from .html import render_document
-            render_document(self.title, [(section.title, list(section.runs)) for section in self.sections], path)
-        else:
-            partial = f"{path}.partial"
-            with open(partial, "w") as f:
-                json.dump(self.to_document(), f, separators=(",", ":"), default=archive._json_default)
-            os.replace(partial, path)
-        return path
+        return write_report(self, path, group_by=group_by)
 
     def to_document(self) -> dict:
         """The agent archive as a JSON-ready dict (docs/FORMAT.md, "Report archive")."""
-        from . import __version__
         return {
             "format": REPORT_FORMAT, "version": REPORT_VERSION, "title": self.title,
             "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
@@ -137,16 +123,23 @@ def _title_of(trace: Trace) -> str:
     return ", ".join(kernels) or "gwatch-nb trace"
 
 
-def format_of(path: str) -> str:
-    """The FORMATS key matching the path's extension; ValueError naming them otherwise."""
-    lower = os.fspath(path).lower()
-    for extension in FORMATS:
-        if lower.endswith(extension):
-            return extension
-    supported = ", ".join(f"{ext} ({what})" for ext, what in FORMATS.items() if ext != ".htm")
-    raise ValueError(f"cannot tell the format of {path!r} from its extension; supported: {supported}")
-
-
 def load_report(path, max_bytes: int = archive.MAX_ARCHIVE_BYTES) -> Report:
     """Read a report archive or a trace archive; ArchiveError (one line) for anything else."""
     return Report.from_document(archive.read_json(path, max_bytes), os.fspath(path))
+
+
+def load(path, run: int | None = None, max_bytes: int = archive.MAX_ARCHIVE_BYTES) -> Trace:
+    """One Trace from a trace archive (``Trace.save``) or a report archive (``render("x.json")``).
+
+    A report holding several runs needs ``run``: its number (from 1) counting the runs of
+    all sections in order, as ``gwatch show`` banners them; ArchiveError (one line) otherwise."""
+    path = os.fspath(path)
+    runs = [trace for _, _, _, trace in load_report(path, max_bytes).runs()]
+    if run is None:
+        if len(runs) == 1:
+            return runs[0]
+        raise ArchiveError(f"{path}: the report holds {len(runs)} runs; choose one with load(path, run=N) "
+                           "(N from 1), or read them all with gwatch_nb.load_report(path)")
+    if isinstance(run, bool) or not isinstance(run, int) or not 1 <= run <= len(runs):
+        raise ArchiveError(f"{path}: run={run!r} is not a run of this file (it holds runs 1 to {len(runs)})")
+    return runs[run - 1]

@@ -26,8 +26,6 @@ SCOPE_COLOURS = (
     "#d7b5a6", "#79706e",
 )
 
-_WARP_KEYS = ["launch", "block_x", "block_y", "block_z", "warp"]
-
 
 def scope_colours(count: int) -> list[str]:
     """One colour per scope name; past the palette's end colours repeat."""
@@ -64,24 +62,9 @@ def _times(ns: np.ndarray) -> np.ndarray:
     return ns.astype(np.float64)
 
 
-def _warp_rows(df, warps) -> np.ndarray:
-    """For each instance, the row of its warp in ``warps``."""
-    keys = [np.asarray(warps[k], np.int64) for k in _WARP_KEYS]
-    dims = tuple(int(max(k.max(), 0)) + 1 for k in keys) if len(warps) else (1,) * len(keys)
-    warp_key = np.ravel_multi_index(keys, dims)
-    instance_key = np.ravel_multi_index([np.asarray(df[k], np.int64) for k in _WARP_KEYS], dims)
-    order = np.argsort(warp_key, kind="stable")
-    found = np.searchsorted(warp_key[order], instance_key)
-    found = np.minimum(found, len(order) - 1)
-    if len(instance_key) and not np.array_equal(warp_key[order][found], instance_key):
-        raise ValueError("the trace has scope instances of a warp it does not list")
-    return order[found]
-
-
 def timeline_payload(trace: "Trace") -> dict:
     """Everything the timeline draws, as small JSON plus binary arrays."""
-    df, warps, launches = trace.df, trace.warps, trace.launches
-    warp_row = _warp_rows(df, warps)
+    df, warps, launches, warp_row = trace.df, trace.warps, trace.launches, trace.warp_row
     if np.any(np.diff(warp_row) < 0):
         raise ValueError("the trace's scope instances are not grouped by warp in warp order")
     first = np.zeros(len(warps) + 1, np.int64)

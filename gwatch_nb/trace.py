@@ -20,6 +20,9 @@ TIME_SOURCES = {
                    "not GPU time",
 }
 
+#: The columns that name one warp, in Trace.df, Trace.warps and every view of them.
+WARP_KEY = ("launch", "block_x", "block_y", "block_z", "warp")
+
 _MAX_EXAMPLES = 5
 
 
@@ -69,30 +72,19 @@ def _decode(records: LaunchRecords, cycles_are_ns: bool) -> _Launch:
 
 
 def _joined(arrays: list[np.ndarray]) -> np.ndarray:
-    """The launches' columns end to end, always in a new array the table may own."""
+    """The launches' new int64 columns end to end (one launch's as it is: nothing else holds it)."""
     if not arrays:
         return np.zeros(0, np.int64)
-    return np.concatenate(arrays) if len(arrays) > 1 else arrays[0].copy()
-
-
-def _int_column(values: np.ndarray, floor=np.int16) -> np.ndarray:
-    """The narrowest signed integer type (at least ``floor``) that holds the values."""
-    values = np.asarray(values)
-    if values.size == 0:
-        return values.astype(floor)
-    lo, hi = int(values.min()), int(values.max())
-    for dtype in (floor, np.int32, np.int64):
-        info = np.iinfo(dtype)
-        if info.min <= lo and hi <= info.max:
-            return values.astype(dtype, copy=False)
-    raise OverflowError("value out of int64 range")
+    return np.concatenate(arrays) if len(arrays) > 1 else arrays[0]
 
 
 class Trace:
     """Scope instances of the traced launches.
 
-    ``df`` has one row per scope instance; ``warps`` one row per warp; ``launches`` one
-    row per traced launch; ``warnings`` lists marker problems and dropped events."""
+    ``df`` has one row per scope instance; ``warps`` one row per warp; ``warp_row`` the
+    row in ``warps`` of each instance's warp; ``launches`` one row per traced launch;
+    ``warnings`` lists marker problems and dropped events. Integer columns are int64, as
+    pandas makes them, so arithmetic on them never wraps."""
 
     def __init__(self, launches: Sequence[LaunchRecords], scope_names: Mapping[int, str] | None = None,
                  meta: Mapping | None = None):
@@ -143,35 +135,40 @@ class Trace:
         categories = list(dict.fromkeys(names))
         lookup = np.zeros(int(known.max()) + 1 if len(known) else 1, np.int16)
         lookup[known] = [categories.index(n) for n in names]
+        scope_codes = lookup[scope_ids] if len(scope_ids) else np.zeros(0, np.int16)
         return pd.DataFrame({
             "kernel": pd.Categorical.from_codes(kernel_codes, kernels),
-            "launch": _int_column(columns["launch"]),
-            "block_x": _int_column(columns["block_x"]),
-            "block_y": _int_column(columns["block_y"]),
-            "block_z": _int_column(columns["block_z"]),
-            "warp": _int_column(columns["warp"]),
-            "sm": _int_column(columns["sm"]),
-            "scope_id": _int_column(scope_ids),
-            "scope": pd.Categorical.from_codes(lookup[scope_ids] if len(scope_ids) else [], categories),
+            **{name: columns[name] for name in WARP_KEY},
+            "sm": columns["sm"],
+            "scope_id": scope_ids,
+            "scope": pd.Categorical.from_codes(scope_codes, categories),
             "start_ns": columns["start_ns"],
             "end_ns": columns["end_ns"],
             "duration_ns": columns["end_ns"] - columns["start_ns"],
             "start_cycle": columns["start_cycle"],
             "end_cycle": columns["end_cycle"],
-            "depth": _int_column(columns["depth"]),
-            "seq": _int_column(columns["seq"], floor=np.int32),
+            "depth": columns["depth"],
+            "seq": columns["seq"],
         }, copy=False)  # the columns are this table's own: no second copy of a million rows
 
+    @functools.cached_property
+    def warp_row(self) -> np.ndarray:
+        """For each row of ``df``, the row of its warp in ``warps`` (int64)."""
+        first = np.cumsum([0] + [len(l.records.warps) for l in self._launches])
+        return _joined([l.intervals.warp_row.astype(np.int64) + first[i] for i, l in enumerate(self._launches)])
+
     def _interval_columns(self, index: int, launch: _Launch) -> dict[str, np.ndarray]:
+        """One launch's columns, each a new int64 array (the warp table is widened before
+        the gather: it is thousands of rows, the instances millions)."""
         iv, warps = launch.intervals, launch.records.warps
         rows = iv.warp_row
         start, end = launch.ns(iv.start_cycle, rows), launch.ns(iv.end_cycle, rows)
         return {
             "launch": np.full(len(rows), index, np.int64),
-            "block_x": warps["block_x"][rows], "block_y": warps["block_y"][rows],
-            "block_z": warps["block_z"][rows], "warp": warps["warp"][rows], "sm": warps["sm"][rows],
-            "scope_id": iv.scope_id, "start_ns": start, "end_ns": end,
-            "start_cycle": iv.start_cycle, "end_cycle": iv.end_cycle, "depth": iv.depth, "seq": iv.seq,
+            **{k: warps[k].astype(np.int64)[rows] for k in ("block_x", "block_y", "block_z", "warp", "sm")},
+            "scope_id": iv.scope_id.astype(np.int64), "start_ns": start, "end_ns": end,
+            "start_cycle": iv.start_cycle.astype(np.int64), "end_cycle": iv.end_cycle.astype(np.int64),
+            "depth": iv.depth.astype(np.int64), "seq": iv.seq.astype(np.int64),
         }
 
     @functools.cached_property
@@ -187,19 +184,19 @@ class Trace:
             entry = launch.ns(w["ck_entry"], rows)
             exit_ns = np.where(exited, launch.ns(w["ck_exit"], rows), -1)
             frames.append(pd.DataFrame({
-                "kernel": launch.records.kernel, "launch": np.full(len(w), index, np.int32),
+                "kernel": launch.records.kernel, "launch": np.full(len(w), index, np.int64),
                 "block_x": w["block_x"].astype(np.int64), "block_y": w["block_y"].astype(np.int64),
-                "block_z": w["block_z"].astype(np.int64), "warp": w["warp"].astype(np.int32),
-                "sm": w["sm"].astype(np.int32), "start_ns": entry, "end_ns": exit_ns,
+                "block_z": w["block_z"].astype(np.int64), "warp": w["warp"].astype(np.int64),
+                "sm": w["sm"].astype(np.int64), "start_ns": entry, "end_ns": exit_ns,
                 "events": w["n_events"].astype(np.int64), "dropped": w["n_dropped"].astype(np.int64),
                 "exited": exited,
             }))
         if not frames:
-            return pd.DataFrame(columns=["kernel", "launch", "block_x", "block_y", "block_z", "warp", "sm",
-                                         "start_ns", "end_ns", "events", "dropped", "exited"])
+            return pd.DataFrame(columns=["kernel", *WARP_KEY, "sm", "start_ns", "end_ns", "events", "dropped",
+                                         "exited"])
         return pd.concat(frames, ignore_index=True)
 
-    @property
+    @functools.cached_property
     def launches(self) -> "pd.DataFrame":
         """One row per traced launch: shape, volume, clock and time span."""
         import pandas as pd
@@ -263,14 +260,14 @@ class Trace:
 
     def save(self, path) -> None:
         """Write a lossless ``.json`` archive (docs/FORMAT.md); ``gwatch_nb.load`` reads it."""
-        from .archive import save
-        save(self, path)
+        from .outputs import write_trace
+        write_trace(self, path, "archive")
 
     def to_perfetto(self, path, group_by: str = "sm") -> None:
         """Write a Perfetto / Chrome trace (ui.perfetto.dev): processes are SMs (or blocks with
         ``group_by="block"``), threads are warps, one event per scope instance."""
-        from .perfetto import export
-        export(self, path, group_by)
+        from .outputs import write_trace
+        write_trace(self, path, "perfetto", group_by=group_by)
 
     def __repr__(self) -> str:
         kernels = sorted({l.records.kernel for l in self._launches})
@@ -292,8 +289,8 @@ class Trace:
 
     def to_html(self, path, title=None) -> None:
         """Write a self-contained HTML report of this trace (works offline)."""
-        from .html import write_trace_html
-        write_trace_html(self, path, title)
+        from .outputs import write_trace
+        write_trace(self, path, "html", title=title)
 
 
 _INTERVAL_COLUMNS = ("launch", "block_x", "block_y", "block_z", "warp", "sm", "scope_id", "start_ns", "end_ns",

@@ -41,8 +41,8 @@ def test_not_json_at_all(tmp_path):
 
 
 def test_json_of_another_kind(tmp_path):
-    _raises(_write(tmp_path, {"traceEvents": []}), "not a gwatch trace archive")
-    _raises(_write(tmp_path, [1, 2, 3]), "not a gwatch trace archive")
+    _raises(_write(tmp_path, {"traceEvents": []}), "not a gwatch-nb report or trace archive")
+    _raises(_write(tmp_path, [1, 2, 3]), "not a gwatch-nb report or trace archive")
 
 
 def test_newer_version_asks_to_upgrade(tmp_path):

@@ -125,3 +125,23 @@ def test_dashboard_and_bad_input(matmul):
     assert shown.spec == shown.chart.to_dict()  # the widget draws exactly the altair spec
     with pytest.raises(TypeError, match="charts need a gwatch_nb.Trace, got DataFrame"):
         charts.all_charts(matmul.df)
+
+
+def test_units_and_ticks_suit_the_data(matmul):
+    from test_browser_charts import _slow_interpreter_trace
+    slow = _slow_interpreter_trace()
+    (rows,) = _rows(charts.duration_distribution(slow).to_dict())
+    assert {r["label"] for r in rows} == {"load (ms)", "compute (ms)"}
+    assert max(r["end"] for r in rows) == pytest.approx(130)
+    (rows,) = _rows(charts.duration_distribution(matmul).to_dict())
+    assert {r["label"].split(" (")[1] for r in rows} <= {"ns)", "µs)"}
+    trend = charts.iteration_trend(slow).to_dict()
+    assert trend["encoding"]["x"]["axis"]["tickMinStep"] == 1 and trend["encoding"]["x"]["axis"]["format"] == "d"
+    assert trend["encoding"]["y"]["axis"]["title"] == "duration (ms)"
+    activity = charts.sm_activity_over_time(slow).to_dict()
+    assert activity["encoding"]["x"]["axis"]["title"].startswith("time since launch start (ms")
+    for _, chart in charts.all_charts(matmul):
+        spec = chart.to_dict()
+        encoding = spec.get("encoding") or spec["spec"]["encoding"]
+        for channel in ("x", "y"):
+            assert encoding[channel]["axis"]["labelOverlap"] == "greedy"

@@ -14,7 +14,8 @@ pytest.importorskip("altair", reason="HTML reports need altair (pip install alta
 import gwatch_nb  # noqa: E402
 from conftest import FIXTURES  # noqa: E402
 from gwatch_nb import serializers  # noqa: E402
-from gwatch_nb.html import format_ns, render_document  # noqa: E402
+from gwatch_nb.html import render_document  # noqa: E402
+from gwatch_nb.units import format_ns  # noqa: E402
 from gwatch_nb.trace import Trace  # noqa: E402
 
 XSS = "<img src=x onerror=alert(1)>"

@@ -7,7 +7,8 @@ import pytest
 
 import gwatch_nb
 from gwatch_nb import ArchiveError
-from gwatch_nb.report import REPORT_FORMAT, Report, Section, format_of, load_report
+from gwatch_nb.outputs import format_of
+from gwatch_nb.report import REPORT_FORMAT, Report, Section, load_report
 
 
 @pytest.fixture
@@ -49,8 +50,9 @@ def test_a_trace_archive_reads_as_a_one_run_report(fixture_path):
 
 
 def test_render_picks_the_format_by_extension(report, tmp_path):
-    assert format_of("a/trace.perfetto.json") == ".perfetto.json"
-    assert format_of("TRACE.HTML") == ".html" and format_of("t.json") == ".json"
+    assert format_of("a/trace.perfetto.json").name == "perfetto"
+    assert format_of("TRACE.HTML").name == "html" and format_of("t.HTM").name == "html"
+    assert format_of("t.json").name == "archive"
     with pytest.raises(ValueError, match=r"\.html.*\.json"):
         report.render(tmp_path / "trace.csv")
     perfetto = report.render(tmp_path / "trace.perfetto.json")
