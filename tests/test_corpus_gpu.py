@@ -48,8 +48,9 @@ def test_corpus_kernel_trace_is_exact_and_complete(case):
         assert torch.equal(got, expected)
         torch.testing.assert_close(expected.float(), reference.float(), atol=workload.atol, rtol=workload.rtol)
 
-    assert [w for w in caught if issubclass(w.category, GwatchWarning)] == []
-    assert trace.warnings == [] and trace.meta["problems"] == []
+    said = [str(w.message) for w in caught if issubclass(w.category, GwatchWarning)]
+    assert {w.kind for w in trace.warnings} == case.warnings and trace.meta["problems"] == []
+    assert len(said) == len(case.warnings) and all(any(kind in m for m in said) for kind in case.warnings)
     assert trace.events_dropped == 0
     (launch,) = trace.launches.itertuples()
     grid, block = np.prod(launch.grid), np.prod(launch.block)
@@ -58,8 +59,10 @@ def test_corpus_kernel_trace_is_exact_and_complete(case):
 
     assert set(trace.df.scope_id.unique()) == case.scope_ids
     assert set(trace.df.scope.cat.categories) == {case.scopes[i] for i in case.scope_ids}
-    # A scope sits at one nesting depth wherever it runs (start/end pairing held up).
-    assert (trace.df.groupby("scope_id").depth.nunique() == 1).all()
+    # A scope sits at one nesting depth wherever it runs (start/end pairing held up);
+    # overlapping instances of a pipelined scope take turns on as many lanes as overlap.
+    lanes = trace.df.groupby("scope_id").depth.nunique()
+    assert (lanes == 1).all() or "pipelined" in case.warnings
     _assert_inside_warp_lifetimes(trace)
     if workload.events_per_warp is not None:
         np.testing.assert_array_equal(trace.warps.events.to_numpy(), workload.events_per_warp(trace.warps))
