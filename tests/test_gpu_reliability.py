@@ -13,7 +13,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-import matmul
+from examples import matmul
 from gwatch_nb import TraceFailedError, do_trace
 from gwatch_nb.cuda import driver
 

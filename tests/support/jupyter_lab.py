@@ -10,9 +10,9 @@ import time
 import urllib.request
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-CHROMIUM = os.environ.get("GWATCH_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+from .browser import require_browser
+
+ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "gwatch-test"
 
 
@@ -20,9 +20,7 @@ def require_lab_browser():
     """Skip the calling test module, with the reason, unless Chromium, playwright, JupyterLab,
     anywidget and nbformat are all here; returns (playwright.sync_api, nbformat)."""
     import pytest
-    if not (os.path.exists(CHROMIUM) or shutil.which(CHROMIUM)):
-        pytest.skip(f"browser tests need Chromium at {CHROMIUM} (apt-get install chromium)", allow_module_level=True)
-    sync_api = pytest.importorskip("playwright.sync_api", reason="browser tests need playwright (pip install playwright)")
+    sync_api = require_browser()
     pytest.importorskip("jupyterlab", reason="this test needs JupyterLab (pip install jupyterlab)")
     pytest.importorskip("anywidget", reason="the widget needs anywidget (pip install anywidget)")
     return sync_api, pytest.importorskip("nbformat", reason="this test needs nbformat")
