@@ -177,7 +177,9 @@ def test_sections_runs_launches_and_charts_all_work(session, tmp_path, attention
     render_document("Report", [("A", [matmul, two_launches]), ("B", [nested])], path)
     session.open(path)
     page = session.page
-    for mount in page.query_selector_all("[data-gw-timeline], [data-gw-chart]"):
+    # The charts of launch 1 of the two-launch run stay hidden until the picker asks for them.
+    assert len(page.query_selector_all(".gw-charts[hidden] [data-gw-chart]")) == 4
+    for mount in page.query_selector_all("[data-gw-timeline], .gw-charts:not([hidden]) [data-gw-chart]"):
         mount.scroll_into_view_if_needed()
     page.wait_for_function("document.querySelectorAll('.gw-timeline').length === 3")
     page.wait_for_function("document.querySelectorAll('[data-gw-chart] svg').length === 12")
