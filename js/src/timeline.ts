@@ -21,6 +21,9 @@ export interface WidgetModel {
 const CLICK_SLOP = 3;
 /** A slice this many pixels away still counts as hovered. */
 const PICK_SLOP = 3;
+/** A second press this soon and this near the first is a double-click's (Chromium's defaults). */
+const DOUBLE_CLICK_MS = 500;
+const DOUBLE_CLICK_PX = 4;
 
 
 function element<K extends keyof HTMLElementTagNameMap>(tag: K, className: string, parent?: HTMLElement): HTMLElementTagNameMap[K] {
@@ -55,10 +58,10 @@ export class Timeline {
   private selected = -1;
   /** Set by a click that selected: the selection before it, which a double-click restores. */
   private selectedBeforeClick: number | null = null;
-  private dragEnded = false;
+  private lastPress = { time: -Infinity, x: 0, y: 0 };
   private frameRequested = false;
   private frames = 0;
-  private drag: { x: number; y: number; lastX: number; scrollTop: number; moved: boolean } | null = null;
+  private drag: { x: number; y: number; lastX: number; scrollTop: number; moved: boolean; second: boolean } | null = null;
 
   constructor(el: HTMLElement, model: WidgetModel, signal: AbortSignal) {
     this.model = model;
@@ -301,7 +304,10 @@ export class Timeline {
     canvas.addEventListener("pointerdown", (event) => {
       if (event.button !== 0) return;
       const { x, y } = at(event);
-      this.drag = { x, y, lastX: x, scrollTop: this.body.scrollTop, moved: false };
+      const last = this.lastPress;
+      const second = event.timeStamp - last.time < DOUBLE_CLICK_MS && Math.hypot(x - last.x, y - last.y) < DOUBLE_CLICK_PX;
+      this.lastPress = second ? { time: -Infinity, x, y } : { time: event.timeStamp, x, y };
+      this.drag = { x, y, lastX: x, scrollTop: this.body.scrollTop, moved: false, second };
       canvas.setPointerCapture(event.pointerId);
     }, { signal });
     canvas.addEventListener("pointermove", (event) => {
@@ -325,12 +331,8 @@ export class Timeline {
       this.drag = null;
       canvas.classList.remove("gw-dragging");
       if (canvas.hasPointerCapture(event.pointerId)) canvas.releasePointerCapture(event.pointerId);
-      this.dragEnded = drag?.moved ?? false;
-    }, { signal });
-    canvas.addEventListener("click", (event) => {
-      if (this.dragEnded) return;
       // The second click of a double-click does nothing: the double-click resets the zoom.
-      if (event.detail >= 2) return;
+      if (!drag || drag.moved || drag.second) return;
       const { x, y } = at(event);
       this.selectedBeforeClick = null;
       if (this.toggleGroup(x, y)) return;
