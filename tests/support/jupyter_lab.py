@@ -1,6 +1,7 @@
 """A real JupyterLab server on localhost, a Chromium page that can reach nothing else, and
 a copy of the demo notebook to run: shared by the notebook and JupyterLab tests."""
 import contextlib
+import json
 import os
 import shutil
 import socket
@@ -49,8 +50,9 @@ def _free_port() -> int:
 
 
 @contextlib.contextmanager
-def lab_server(root: Path, env: dict | None = None):
-    """JupyterLab serving ``root`` on a free localhost port; yields its base URL."""
+def lab_server(root: Path, env: dict | None = None, theme: str | None = None):
+    """JupyterLab serving ``root`` on a free localhost port, in ``theme`` (e.g. "JupyterLab
+    Dark"; default its own); yields its base URL."""
     # No "news?" prompt over the notebook.
     (root / ".config" / "labconfig").mkdir(parents=True)
     (root / ".config" / "labconfig" / "page_config.json").write_text(
@@ -59,6 +61,10 @@ def lab_server(root: Path, env: dict | None = None):
     tracker = root / ".config" / "lab" / "user-settings" / "@jupyterlab" / "notebook-extension"
     tracker.mkdir(parents=True)
     (tracker / "tracker.jupyterlab-settings").write_text('{"windowingMode": "none"}')
+    if theme:
+        themes = root / ".config" / "lab" / "user-settings" / "@jupyterlab" / "apputils-extension"
+        themes.mkdir(parents=True)
+        (themes / "themes.jupyterlab-settings").write_text(json.dumps({"theme": theme}))
     port = _free_port()
     env = {**(env or os.environ), "JUPYTER_CONFIG_DIR": str(root / ".config"),
            "JUPYTERLAB_SETTINGS_DIR": str(root / ".config" / "lab" / "user-settings"),
