@@ -90,3 +90,17 @@ def test_tiles_of_the_pipelined_persistent_matmul_overlap_on_the_gpu():
     # First in, first out: both the starts and the ends of a warp's tiles come in seq order.
     for column in ("start_ns", "end_ns"):
         assert (ordered[column].diff()[same_warp] > 0).all()
+
+
+def test_overlapping_tiles_reach_perfetto_once_each_and_never_overlap_on_a_thread(tmp_path):
+    import json
+
+    trace = synthetic_trace([((0, 0, 0), 0, 0, 0, 2000, _tile_loop(6, 2))], {TILE: "tile"})
+    trace.to_perfetto(tmp_path / "t.perfetto.json")
+    events = json.loads((tmp_path / "t.perfetto.json").read_text())["traceEvents"]
+    slices = sorted((e["ts"], e["ts"] + e["dur"]) for e in events if e["ph"] == "X")
+    unnested = [e for e in events if e["ph"] == "b"]
+    assert len(slices) + len(unnested) == len(trace.df) == 6
+    # What sits on the thread itself nests (here: is disjoint); the overlapping rest is async.
+    assert all(a_end <= b_start for (_, a_end), (b_start, _) in zip(slices, slices[1:]))
+    assert unnested and len([e for e in events if e["ph"] == "e"]) == len(unnested)
