@@ -225,29 +225,34 @@ def pair_scopes(tags: np.ndarray, cycles: np.ndarray, counts: np.ndarray) -> tup
     group_first = np.flatnonzero(new_group)
     group_of = np.cumsum(new_group) - 1
 
-    # Open instances after each event of its group; its lowest and highest over the group.
-    step = np.where(s_end, -1, 1).astype(np.int64)
-    running = np.cumsum(step)
-    open_after = running - (running - step)[group_first][group_of]
-    pipelined = ((_group_reduce(np.minimum, open_after, group_first, group_of) >= 0)
-                 & (_group_reduce(np.maximum, open_after, group_first, group_of) >= 2))
+    # Instances can overlap only where a start follows a start of its group; most launches
+    # have none, and skip the rest of this.
+    restart = same_group & ~s_end[:-1] & ~s_end[1:]
+    pipelined = np.zeros(n, bool)
+    if restart.any():
+        # Open instances after each event of its group; its lowest and highest over the group.
+        step = np.where(s_end, -1, 1).astype(np.int64)
+        running = np.cumsum(step)
+        open_after = running - (running - step)[group_first][group_of]
+        stages = _group_reduce(np.maximum, open_after, group_first, group_of)
+        pipelined = (_group_reduce(np.minimum, open_after, group_first, group_of) >= 0) & (stages >= 2)
 
     # Adjacent pairs outside pipelined groups.
     adjacent = np.flatnonzero(~s_end[:-1] & s_end[1:] & same_group & ~pipelined[:-1])
-    # First in, first out inside them: the k-th start and the k-th end of the group.
-    starts_p = np.flatnonzero(pipelined & ~s_end)
-    ends_p = np.flatnonzero(pipelined & s_end)
-    start_rank = _rank_in_group(starts_p, group_of)
-    ends_of_group = np.bincount(group_of[ends_p], minlength=len(group_first))
-    closed = start_rank < ends_of_group[group_of[starts_p]]
-    first_end = np.cumsum(ends_of_group) - ends_of_group  # position in ends_p of each group's first end
-    fifo_start = starts_p[closed]
-    fifo_end = ends_p[first_end[group_of[fifo_start]] + start_rank[closed]] if len(fifo_start) else fifo_start
-
-    start_at = np.concatenate((adjacent, fifo_start))
-    end_at = np.concatenate((adjacent + 1, fifo_end))
-    by_start = np.argsort(start_at, kind="stable")
-    start_at, end_at = start_at[by_start], end_at[by_start]
+    start_at, end_at = adjacent, adjacent + 1
+    if pipelined.any():
+        # First in, first out inside them: the k-th start and the k-th end of the group.
+        starts_p = np.flatnonzero(pipelined & ~s_end)
+        ends_p = np.flatnonzero(pipelined & s_end)
+        start_rank = _rank_in_group(starts_p, group_of)
+        ends_of_group = np.bincount(group_of[ends_p], minlength=len(group_first))
+        closed = start_rank < ends_of_group[group_of[starts_p]]
+        first_end = np.cumsum(ends_of_group) - ends_of_group  # position in ends_p of each group's first end
+        fifo_start = starts_p[closed]
+        fifo_end = ends_p[first_end[group_of[fifo_start]] + start_rank[closed]]
+        by_start = np.argsort(np.concatenate((adjacent, fifo_start)), kind="stable")
+        start_at = np.concatenate((adjacent, fifo_start))[by_start]
+        end_at = np.concatenate((adjacent + 1, fifo_end))[by_start]
 
     paired = np.zeros(n, bool)
     paired[start_at] = True
@@ -280,10 +285,8 @@ def pair_scopes(tags: np.ndarray, cycles: np.ndarray, counts: np.ndarray) -> tup
     if overlapped.any():
         # A pipelined instance's lane: the levels under its own scope's open instances,
         # then its seq modulo the most that were ever open at once, so lanes never overlap.
-        open_same = open_after[start_at[overlapped]] - 1
-        stages = _group_reduce(np.maximum, open_after, group_first, group_of)[start_at[overlapped]]
-        depth = depth.copy()
-        depth[overlapped] = depth[overlapped] - open_same + seq[overlapped] % stages
+        lane_of = start_at[overlapped]
+        depth[overlapped] = depth[overlapped] - (open_after[lane_of] - 1) + seq[overlapped] % stages[lane_of]
 
     # Reorder the intervals by their start's position (warp-major, program order) in O(n):
     # the starts in program order are where is_start_pos is set; `out` maps them back to pairs.
