@@ -260,7 +260,8 @@ class Trace:
             rows = launch.intervals.warp_row[np.isin(launch.intervals.scope_id, zero)]
             if len(rows):
                 names = ", ".join(self.scope_name(s) for s in zero)
-                add("zero_length", f"scope {names}: {ZERO_LENGTH_REASON}", len(rows), index, launch, np.unique(rows))
+                add("zero_length", f"scope{'s' if len(zero) > 1 else ''} {names}: {ZERO_LENGTH_REASON}", len(rows),
+                    index, launch, np.unique(rows))
         return list(found.values())
 
     # ------------------------------------------------------------ outputs
