@@ -7,12 +7,18 @@ TORCH := $(shell command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/nu
 
 .PHONY: trace test
 
+# The first run downloads about a gigabyte (torch, triton): pip shows what it fetches.
 $(VENV)/.installed: pyproject.toml
+	@echo "== 1/4 creating $(VENV)"
 	python3 -m venv $(VENV)
+	@echo "== 2/4 upgrading pip"
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q "$(TORCH)"
-	$(PY) -m pip install -q -e ".[test]"
+	@echo "== 3/4 installing $(TORCH) (the largest download)"
+	$(PY) -m pip install --progress-bar on "$(TORCH)"
+	@echo "== 4/4 installing gwatch-nb and its test tools (builds the C helper)"
+	$(PY) -m pip install --progress-bar on -e ".[test]"
 	touch $@
+	@echo "== $(VENV) is ready"
 
 # Trace the example attention kernel (GPU if present, else the Triton interpreter) into trace.html.
 trace: $(VENV)/.installed

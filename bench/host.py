@@ -31,7 +31,7 @@ CAUSAL_FIXTURE = os.path.join(ROOT, "tests", "fixtures", "attention_causal_h200.
 
 def attention_ptx() -> str:
     """The example attention kernel's PTX for sm_90 (head dim 64), compiled here."""
-    sys.path.insert(0, os.path.join(ROOT, "examples"))
+    sys.path.insert(0, ROOT)  # corpus imports `from examples import ...`
     from compile_kernels import compile_ptx
     from corpus import CASES
     case = next(c for c in CASES if c.name.startswith("attention fwd d64"))

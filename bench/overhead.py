@@ -25,7 +25,7 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(os.path.dirname(HERE), "examples"))
+sys.path.insert(0, os.path.dirname(HERE))  # for `from examples import ...`
 sys.path.insert(0, HERE)
 
 from diagnostics import DIAGNOSTIC_EDITS  # noqa: E402
@@ -34,9 +34,9 @@ from diagnostics import DIAGNOSTIC_EDITS  # noqa: E402
 def _cases():
     import torch
 
-    import attention
-    import matmul
-    import softmax
+    from examples import attention
+    from examples import matmul
+    from examples import softmax
 
     def randn(*shape):
         return torch.randn(*shape, device="cuda", dtype=torch.float16)

@@ -12,12 +12,11 @@ GWATCH_IMPORT = "from gwatch_nb.triton import scope_end, scope_start\n"
 EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples")
 
 
-def _import_rewritten(module_name: str, suffix: str, rewrite_line) -> object:
-    with open(os.path.join(EXAMPLES, module_name + ".py")) as f:
+def _import_rewritten(module_name: str, suffix: str, rewrite_line, folder: str = EXAMPLES) -> object:
+    with open(os.path.join(folder, module_name + ".py")) as f:
         lines = [rewrite_line(line) for line in f]
-    folder = tempfile.mkdtemp(prefix=f"gwatch-{suffix}-")
     name = f"{module_name}_{suffix}"
-    path = os.path.join(folder, name + ".py")
+    path = os.path.join(tempfile.mkdtemp(prefix=f"gwatch-{suffix}-"), name + ".py")
     with open(path, "w") as f:
         f.writelines(line for line in lines if line is not None)
     spec = importlib.util.spec_from_file_location(name, path)
@@ -27,9 +26,9 @@ def _import_rewritten(module_name: str, suffix: str, rewrite_line) -> object:
     return module
 
 
-def without_markers(module_name: str):
-    """examples/<module_name>.py with every scope_start/scope_end line removed."""
-    return _import_rewritten(module_name, "plain", lambda line: None if MARKER_LINE.match(line) else line)
+def without_markers(module_name: str, folder: str = EXAMPLES):
+    """<folder>/<module_name>.py (examples/ by default) with every scope_start/scope_end line removed."""
+    return _import_rewritten(module_name, "plain", lambda line: None if MARKER_LINE.match(line) else line, folder)
 
 
 def with_proton_scopes(module_name: str, scope_names: dict):

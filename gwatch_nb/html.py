@@ -92,13 +92,17 @@ def _run(trace: Trace, section: int, run: int, runs: int) -> str:
     state = embedded_state(timeline_payload(trace), launch=0, height=TIMELINE_HEIGHT, selected={})
     parts.append(f'<div class="gw-timeline-mount" data-gw-timeline="gw-data-{key}"></div>')
     parts.append(f'<script type="application/json" id="gw-data-{key}">{state}</script>')
-    parts.append('<div class="gw-charts">')
-    for index, (caption, chart) in enumerate(all_charts(trace)):
-        chart_id = f"gw-chart-{key}-{index}"
-        parts.append(f'<figure class="gw-chart-figure" aria-label="{html.escape(caption)}">'
-                     f'<div data-gw-chart="{chart_id}"></div></figure>'
-                     f'<script type="application/json" id="{chart_id}">{script_json(chart.to_dict())}</script>')
-    parts.append("</div>")
+    # Several launches: one set of charts each, shown as the timeline's launch picker says (report.ts).
+    each = [trace] if len(trace.records) < 2 else [Trace([r], trace.scope_names, trace.meta) for r in trace.records]
+    for launch, part in enumerate(each):
+        picked = f' data-gw-launch="{launch}"' + (" hidden" if launch else "") if len(each) > 1 else ""
+        parts.append(f'<div class="gw-charts"{picked}>')
+        for index, (caption, chart) in enumerate(all_charts(part)):
+            chart_id = f"gw-chart-{key}-{launch}-{index}"
+            parts.append(f'<figure class="gw-chart-figure" aria-label="{html.escape(caption)}">'
+                         f'<div data-gw-chart="{chart_id}"></div></figure>'
+                         f'<script type="application/json" id="{chart_id}">{script_json(chart.to_dict())}</script>')
+        parts.append("</div>")
     parts.append("<h4>Scope statistics</h4>")
     parts.append(_stats_table(trace))
     parts.append("</article>")

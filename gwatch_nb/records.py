@@ -169,19 +169,47 @@ class Intervals:
     seq: np.ndarray          # int32: nth instance of this scope in this warp
 
 
-#: Kinds of marker problems the decoder reports (never turning them into intervals).
+#: Kinds of marker problems the decoder reports. Only ``crossed`` and ``pipelined`` instances
+#: become intervals too; the other problem events never do.
 PROBLEM_KINDS = {
     "unclosed": "scope started but never ended before the warp exited",
     "end_without_start": "scope ended without a matching start",
     "nested_same_id": "scope started again while already open (same id nested in itself)",
     "crossed": "scopes end in another order than they started (not nested)",
+    "pipelined": "instances of one scope overlap in a warp, as when Triton's software pipeliner runs the next "
+                 "iteration's start marker before this one's end (persistent loops): paired first in, first out",
 }
 
 
-def pair_scopes(tags: np.ndarray, cycles: np.ndarray, counts: np.ndarray) -> tuple[Intervals, dict[str, np.ndarray]]:
-    """Match each start with the next end of the same scope id in the same warp.
+#: Why a scope can measure 0 ns every time (``Trace.warnings`` kind ``zero_length``).
+ZERO_LENGTH_REASON = ("every instance measures 0 ns: its start and end markers share one clock reading, as no "
+                      "instruction is left between them in the PTX (Triton moved the scope's code elsewhere, "
+                      "e.g. around a warp-specialized loop)")
 
-    Returns the intervals and, per problem kind, the warp row of every offending event."""
+
+def zero_length_scopes(launches: list[Intervals]) -> list[int]:
+    """Scope ids that have instances, all of them 0 cycles long, over all launches."""
+    ids = np.concatenate([iv.scope_id for iv in launches]) if launches else np.zeros(0, np.int32)
+    zero = np.concatenate([iv.end_cycle == iv.start_cycle for iv in launches]) if launches else np.zeros(0, bool)
+    seen, nonzero = np.unique(ids), np.unique(ids[~zero])
+    return np.setdiff1d(seen, nonzero).tolist()
+
+
+def _group_reduce(ufunc, values: np.ndarray, group_first: np.ndarray, group_of: np.ndarray) -> np.ndarray:
+    """``ufunc`` over each group of consecutive values, spread back to every member."""
+    if len(values) == 0:
+        return values
+    return ufunc.reduceat(values, group_first)[group_of]
+
+
+def pair_scopes(tags: np.ndarray, cycles: np.ndarray, counts: np.ndarray) -> tuple[Intervals, dict[str, np.ndarray]]:
+    """Match the starts and ends of each scope id in each warp.
+
+    A (warp, scope) whose instances overlap (a start while one is open) and never end one
+    that was not started is pipelined: its nth start pairs with its nth end. Elsewhere a
+    start pairs with an end that directly follows it. Returns the intervals and, per
+    problem kind, the warp row of every offending event (one per (warp, scope) for
+    ``pipelined``)."""
     counts = np.asarray(counts, dtype=np.int64)
     n = len(tags)
     warp_of = np.repeat(np.arange(len(counts), dtype=np.int32), counts)
@@ -192,8 +220,39 @@ def pair_scopes(tags: np.ndarray, cycles: np.ndarray, counts: np.ndarray) -> tup
     order = np.argsort(scope, kind="stable")
     s_scope, s_warp, s_end = scope[order], warp_of[order], is_end[order]
     same_group = (s_scope[1:] == s_scope[:-1]) & (s_warp[1:] == s_warp[:-1])
-    start_at = np.flatnonzero(~s_end[:-1] & s_end[1:] & same_group)
-    end_at = start_at + 1
+    new_group = np.ones(n, bool)
+    new_group[1:] = ~same_group
+    group_first = np.flatnonzero(new_group)
+    group_of = np.cumsum(new_group) - 1
+
+    # Instances can overlap only where a start follows a start of its group; most launches
+    # have none, and skip the rest of this.
+    restart = same_group & ~s_end[:-1] & ~s_end[1:]
+    pipelined = np.zeros(n, bool)
+    if restart.any():
+        # Open instances after each event of its group; its lowest and highest over the group.
+        step = np.where(s_end, -1, 1).astype(np.int64)
+        running = np.cumsum(step)
+        open_after = running - (running - step)[group_first][group_of]
+        stages = _group_reduce(np.maximum, open_after, group_first, group_of)
+        pipelined = (_group_reduce(np.minimum, open_after, group_first, group_of) >= 0) & (stages >= 2)
+
+    # Adjacent pairs outside pipelined groups.
+    adjacent = np.flatnonzero(~s_end[:-1] & s_end[1:] & same_group & ~pipelined[:-1])
+    start_at, end_at = adjacent, adjacent + 1
+    if pipelined.any():
+        # First in, first out inside them: the k-th start and the k-th end of the group.
+        starts_p = np.flatnonzero(pipelined & ~s_end)
+        ends_p = np.flatnonzero(pipelined & s_end)
+        start_rank = _rank_in_group(starts_p, group_of)
+        ends_of_group = np.bincount(group_of[ends_p], minlength=len(group_first))
+        closed = start_rank < ends_of_group[group_of[starts_p]]
+        first_end = np.cumsum(ends_of_group) - ends_of_group  # position in ends_p of each group's first end
+        fifo_start = starts_p[closed]
+        fifo_end = ends_p[first_end[group_of[fifo_start]] + start_rank[closed]]
+        by_start = np.argsort(np.concatenate((adjacent, fifo_start)), kind="stable")
+        start_at = np.concatenate((adjacent, fifo_start))[by_start]
+        end_at = np.concatenate((adjacent + 1, fifo_end))[by_start]
 
     paired = np.zeros(n, bool)
     paired[start_at] = True
@@ -202,17 +261,14 @@ def pair_scopes(tags: np.ndarray, cycles: np.ndarray, counts: np.ndarray) -> tup
     next_in_group_is_start[:-1] = same_group & ~s_end[1:]
     lone_start = ~paired & ~s_end
     problems = {
-        "nested_same_id": s_warp[lone_start & next_in_group_is_start],
-        "unclosed": s_warp[lone_start & ~next_in_group_is_start],
+        "nested_same_id": s_warp[lone_start & next_in_group_is_start & ~pipelined],
+        "unclosed": s_warp[lone_start & (~next_in_group_is_start | pipelined)],
         "end_without_start": s_warp[~paired & s_end],
+        "pipelined": s_warp[group_first[pipelined[group_first]]],
     }
 
     # seq: rank of each pair inside its (scope, warp) group, pairs being in group order.
-    pair_scope, pair_warp = s_scope[start_at], s_warp[start_at]
-    first_of_group = np.ones(len(start_at), bool)
-    first_of_group[1:] = (pair_scope[1:] != pair_scope[:-1]) | (pair_warp[1:] != pair_warp[:-1])
-    group_starts = np.flatnonzero(first_of_group)
-    seq = np.arange(len(start_at)) - np.repeat(group_starts, np.diff(np.append(group_starts, len(start_at))))
+    seq = _rank_in_group(start_at, group_of)
 
     # Back to program order: nesting level from a running count of matched starts/ends.
     start_pos, end_pos = order[start_at], order[end_at]
@@ -221,9 +277,16 @@ def pair_scopes(tags: np.ndarray, cycles: np.ndarray, counts: np.ndarray) -> tup
     delta[end_pos] = -1
     level = np.cumsum(delta, dtype=np.int32) - delta
     depth = level[start_pos]
-    # Properly nested iff every interval encloses a balanced stretch (see docs/FORMAT.md).
-    crossed = level[end_pos] != depth + 1
+    overlapped = pipelined[start_at]
+    # Properly nested iff every interval encloses a balanced stretch (see docs/FORMAT.md);
+    # a pipelined instance overlaps its own scope's next one by design.
+    crossed = (level[end_pos] != depth + 1) & ~overlapped
     problems["crossed"] = s_warp[start_at[crossed]]
+    if overlapped.any():
+        # A pipelined instance's lane: the levels under its own scope's open instances,
+        # then its seq modulo the most that were ever open at once, so lanes never overlap.
+        lane_of = start_at[overlapped]
+        depth[overlapped] = depth[overlapped] - (open_after[lane_of] - 1) + seq[overlapped] % stages[lane_of]
 
     # Reorder the intervals by their start's position (warp-major, program order) in O(n):
     # the starts in program order are where is_start_pos is set; `out` maps them back to pairs.
@@ -239,7 +302,18 @@ def pair_scopes(tags: np.ndarray, cycles: np.ndarray, counts: np.ndarray) -> tup
         scope_id=scope[starts_in_order].astype(np.int32),
         start_cycle=cycles[starts_in_order],
         end_cycle=cycles[end_pos[out]],
-        depth=level[starts_in_order],
+        depth=depth[out].astype(np.int32),
         seq=seq[out].astype(np.int32),
     )
     return intervals, problems
+
+
+def _rank_in_group(positions: np.ndarray, group_of: np.ndarray) -> np.ndarray:
+    """For sorted positions: each one's rank among those of its group."""
+    if len(positions) == 0:
+        return np.zeros(0, np.int64)
+    groups = group_of[positions]
+    first = np.ones(len(positions), bool)
+    first[1:] = groups[1:] != groups[:-1]
+    starts = np.flatnonzero(first)
+    return np.arange(len(positions)) - np.repeat(starts, np.diff(np.append(starts, len(positions))))

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from .records import PROBLEM_KINDS, Intervals, LaunchRecords, pair_scopes
+from .records import PROBLEM_KINDS, ZERO_LENGTH_REASON, Intervals, LaunchRecords, pair_scopes, zero_length_scopes
 from .timebase import ClockModel, fit_clock
 
 if TYPE_CHECKING:
@@ -252,6 +252,13 @@ class Trace:
             missing = int(launch.records.info.get("missing_warps", 0))
             if missing:
                 add("missing_warps", "trace slots no warp wrote", missing, index, launch, [])
+        zero = zero_length_scopes([launch.intervals for launch in self._launches])
+        for index, launch in enumerate(self._launches):
+            rows = launch.intervals.warp_row[np.isin(launch.intervals.scope_id, zero)]
+            if len(rows):
+                names = ", ".join(self.scope_name(s) for s in zero)
+                add("zero_length", f"scope{'s' if len(zero) > 1 else ''} {names}: {ZERO_LENGTH_REASON}", len(rows),
+                    index, launch, np.unique(rows))
         for problem in self.meta.get("problems", []):  # what the tracing session met (tiers.Problem)
             found[(problem["kind"], problem["kernel"])] = TraceWarning(problem["kind"], problem["message"], 1)
         return list(found.values())

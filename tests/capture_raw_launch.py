@@ -12,9 +12,9 @@ import numpy as np
 import torch
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "examples"))
+sys.path.insert(0, ROOT)  # for `from examples import ...`
 
-import attention  # noqa: E402
+from examples import attention  # noqa: E402
 from gwatch_nb import do_trace  # noqa: E402
 from gwatch_nb.cuda import session  # noqa: E402
 

@@ -1,17 +1,14 @@
 import os
-import sys
 
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "examples"))
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
 
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures")
 
 # tests/interpreter needs a process that set TRITON_INTERPRET=1 before importing triton;
-# tests/test_interpreter_tier.py starts one.
+# tests/test_interpreter_process.py starts one.
 collect_ignore = [] if os.environ.get("TRITON_INTERPRET") == "1" else ["interpreter"]
 
 
@@ -26,7 +23,7 @@ def _gpu_available() -> bool:
 def pytest_collection_modifyitems(config, items):
     if _gpu_available():
         return
-    skip = pytest.mark.skip(reason="needs an NVIDIA GPU with CUPTI; run through the device machine (see README)")
+    skip = pytest.mark.skip(reason="needs an NVIDIA GPU with its driver and CUPTI; none here (README: GPU tests)")
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)

@@ -1,5 +1,5 @@
 """Real Triton kernels with gwatch markers, compiled for sm_90 by the rewriter tests and
-traced on the GPU by the device tests. Each entry says how to compile the kernel, how
+traced on the GPU by the gpu-marked tests. Each entry says how to compile the kernel, how
 many start/end sites its markers should leave in the PTX (None: not fixed by the
 source), the regex that names it at launch, its scope names, and its workload: inputs
 built on a device, the launch, a torch reference and, where the loops' trip counts are
@@ -7,8 +7,8 @@ known, the events each warp records (the kernels live in corpus_kernels/)."""
 from dataclasses import dataclass, field
 from typing import Callable
 
-import attention
-import matmul
+from examples import attention
+from examples import matmul
 from corpus_kernels import (attention_bwd, basics, cross_entropy, example_workloads, grouped_gemm, layernorm,
                             softmax, tma_matmul)
 
@@ -27,6 +27,8 @@ class Case:
     scopes: dict = field(default_factory=dict)  # id -> name of every marker written in the kernel
     workload: Callable | None = None  # device -> corpus_kernels.Workload
     lost_scopes: frozenset = frozenset()  # written in the kernel, but Triton leaves no sentinel for them
+    copied_starts: bool = False  # Triton's pipeliner copies start markers: more start sites than end sites
+    warnings: frozenset = frozenset()  # Trace.warnings kinds a GPU trace of the workload gives
 
     def __post_init__(self):
         if not self.scope_ids:
@@ -102,11 +104,19 @@ CASES = [
          {**TMA_BLOCKS, "GROUP_M": tma_matmul.GROUP_M, "NUM_SMS": H200_SMS}, num_warps=tma_matmul.PERSISTENT_WARPS,
          num_stages=tma_matmul.NUM_STAGES, starts=4, pattern=r"^matmul_descriptor_persistent$",
          scopes=tma_matmul.SCOPES, workload=tma_matmul.descriptor_workload),
-    # Triton drops the markers inside the warp-specialized loop (see tma_matmul's docstring).
+    # The tutorials' flattened, pipelined persistent loop: "tile" instances overlap.
+    Case("flattened persistent matmul", tma_matmul.matmul_tma_persistent_flat, TMA_SIG,
+         {**TMA_BLOCKS, "GROUP_M": tma_matmul.GROUP_M, "NUM_SMS": H200_SMS}, num_warps=tma_matmul.PERSISTENT_WARPS,
+         num_stages=tma_matmul.NUM_STAGES, pattern=r"^matmul_tma_persistent_flat$",
+         scopes={300: tma_matmul.SCOPES[300]}, workload=tma_matmul.flat_workload, copied_starts=True,
+         warnings=frozenset({"pipelined"})),
+    # Triton drops the markers inside the warp-specialized loop and hoists the others
+    # together, so "tile" and "store" measure 0 ns (see tma_matmul's docstring).
     Case("warp-specialized TMA matmul", tma_matmul.matmul_tma_ws, TMA_PTR_SIG,
          {**TMA_BLOCKS, "GROUP_M": tma_matmul.GROUP_M}, num_warps=tma_matmul.WS_WARPS,
          num_stages=tma_matmul.NUM_STAGES, starts=2, pattern=r"^matmul_tma_ws$", scopes=tma_matmul.SCOPES,
-         lost_scopes=tma_matmul.WS_LOST_SCOPES, workload=tma_matmul.ws_workload),
+         lost_scopes=tma_matmul.WS_LOST_SCOPES, workload=tma_matmul.ws_workload,
+         warnings=frozenset({"zero_length"})),
     Case("grouped GEMM", grouped_gemm.grouped_matmul_kernel,
          _sig("group_a_ptrs:*i64 group_b_ptrs:*i64 group_c_ptrs:*i64 group_sizes:*i32 group_lds:*i32", "group_count"),
          {"PROGRAMS": grouped_gemm.PROGRAMS, **grouped_gemm.BLOCKS}, num_warps=grouped_gemm.NUM_WARPS,

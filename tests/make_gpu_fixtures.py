@@ -9,10 +9,10 @@ import warnings
 import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(os.path.dirname(HERE), "examples"))
+sys.path.insert(0, os.path.dirname(HERE))  # for `from examples import ...`
 
-import attention  # noqa: E402
-import matmul  # noqa: E402
+from examples import attention  # noqa: E402
+from examples import matmul  # noqa: E402
 from gwatch_nb import GwatchWarning, do_trace  # noqa: E402
 
 

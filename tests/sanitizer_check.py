@@ -20,12 +20,12 @@ import numpy as np
 import torch
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "examples"))
+sys.path.insert(0, ROOT)  # for `from examples import ...`
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 
-import attention  # noqa: E402
-import matmul  # noqa: E402
-import softmax  # noqa: E402
+from examples import attention  # noqa: E402
+from examples import matmul  # noqa: E402
+from examples import softmax  # noqa: E402
 from cuda.bindings import driver as cu  # noqa: E402
 from gwatch_nb import layout  # noqa: E402
 from gwatch_nb.cuda import driver  # noqa: E402

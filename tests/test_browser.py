@@ -1,17 +1,14 @@
 """Exported HTML reports of real H200 traces, opened in Chromium with the network cut off:
 what the canvas draws (pixels), what the pointer does, and that names stay text."""
 import dataclasses
-import os
-import shutil
 
 import pytest
 
+from support.browser import AXIS, CHROMIUM, CHROMIUM_ARGS, COLOUR_RUNS, GUTTER, HIGHLIGHT, Session, require_browser, rgb
+
 pytestmark = pytest.mark.browser
 
-CHROMIUM = os.environ.get("GWATCH_CHROMIUM", "/usr/bin/chromium")
-if not (os.path.exists(CHROMIUM) or shutil.which(CHROMIUM)):
-    pytest.skip(f"browser tests need Chromium at {CHROMIUM} (apt-get install chromium)", allow_module_level=True)
-sync_api = pytest.importorskip("playwright.sync_api", reason="browser tests need playwright (pip install playwright)")
+sync_api = require_browser()
 pytest.importorskip("altair", reason="HTML reports need altair (pip install altair)")
 
 import gwatch_nb  # noqa: E402
@@ -19,110 +16,15 @@ from conftest import FIXTURES  # noqa: E402
 from gwatch_nb.html import render_document  # noqa: E402
 from gwatch_nb.serializers import scope_colours  # noqa: E402
 from gwatch_nb.trace import Trace  # noqa: E402
-from test_widget import _long_loop_trace, _nested_trace  # noqa: E402
+from support.traces import long_loop_trace, nested_trace  # noqa: E402
 
 XSS = "<img src=x onerror=alert(1)>"
-GUTTER, AXIS, HIGHLIGHT = 180, 24, (0xd6, 0x33, 0x6c)
-
-# Per colour (r, g, b): how many canvas pixels have it, and the centre of its widest run.
-COLOUR_SCAN = """([canvas, colours]) => {
-  const ctx = canvas.getContext('2d');
-  const { width, height, data } = ctx.getImageData(0, 0, canvas.width, canvas.height);
-  const dpr = canvas.width / canvas.clientWidth;
-  const out = colours.map(() => ({ count: 0, best: 0, x: -1, y: -1, ys: [] }));
-  for (let y = 0; y < height; y++) {
-    let run = -1, runStart = 0;
-    for (let x = 0; x <= width; x++) {
-      const i = (y * width + x) * 4;
-      const k = x < width ? colours.findIndex(c => c[0] === data[i] && c[1] === data[i+1] && c[2] === data[i+2]) : -1;
-      if (k >= 0) { out[k].count++; if (!out[k].ys.includes(Math.floor(y / dpr))) out[k].ys.push(Math.floor(y / dpr)); }
-      if (k !== run) {
-        if (run >= 0 && x - runStart > out[run].best) {
-          out[run].best = x - runStart; out[run].x = (runStart + x) / 2 / dpr; out[run].y = y / dpr;
-        }
-        run = k; runStart = x;
-      }
-    }
-  }
-  return out;
-}"""
-
-
-# How many separate runs of one colour a pixel row of the canvas holds.
-COLOUR_RUNS = """([canvas, colour, y]) => {
-  const dpr = canvas.width / canvas.clientWidth;
-  const row = canvas.getContext('2d').getImageData(0, Math.round(y * dpr), canvas.width, 1).data;
-  let runs = 0, inside = false;
-  for (let x = 0; x < canvas.width; x++) {
-    const hit = row[4*x] === colour[0] && row[4*x+1] === colour[1] && row[4*x+2] === colour[2];
-    if (hit && !inside) runs++;
-    inside = hit;
-  }
-  return runs;
-}"""
-
-
-def _rgb(hex_colour: str) -> tuple[int, int, int]:
-    return tuple(int(hex_colour[i:i + 2], 16) for i in (1, 3, 5))
-
-
-class Session:
-    """One page with every non-file request aborted and recorded, and console errors,
-    page errors and dialogs (alert!) recorded."""
-
-    def __init__(self, browser):
-        self.context = browser.new_context(viewport={"width": 1300, "height": 900})
-        self.blocked, self.errors, self.dialogs = [], [], []
-        self.context.route("**/*", self._route)
-        self.page = self.context.new_page()
-        self.page.on("console", lambda m: m.type == "error" and self.errors.append(m.text))
-        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
-        self.page.on("dialog", self._dialog)
-
-    def _route(self, route):
-        if route.request.url.startswith("file://"):
-            route.continue_()
-        else:
-            self.blocked.append(route.request.url)
-            route.abort()
-
-    def _dialog(self, dialog):
-        self.dialogs.append(dialog.message)
-        dialog.dismiss()
-
-    def open(self, path):
-        self.page.goto(path.as_uri())
-        self.page.wait_for_function("document.querySelector('.gw-timeline')?.dataset.frames >= 1")
-        return self.page.query_selector(".gw-timeline")
-
-    def frames(self, timeline) -> int:
-        return int(timeline.get_attribute("data-frames"))
-
-    def wait_for_frame(self, timeline, after: int) -> None:
-        self.page.wait_for_function("([el, n]) => Number(el.dataset.frames) > n", arg=[timeline, after])
-
-    def scan(self, timeline, colours):
-        canvas = timeline.query_selector("canvas")
-        found = self.page.evaluate(COLOUR_SCAN, [canvas, [list(c) for c in colours]])
-        box = canvas.bounding_box()
-        for entry in found:
-            entry["page_x"], entry["page_y"] = box["x"] + entry["x"], box["y"] + entry["y"]
-        return found
-
-    def pixels(self, timeline) -> str:
-        return self.page.evaluate("c => c.toDataURL()", timeline.query_selector("canvas"))
-
-    def assert_clean(self):
-        assert self.blocked == [], f"the page tried the network: {self.blocked}"
-        assert self.dialogs == [], f"a dialog opened: {self.dialogs}"
-        assert self.errors == [], f"console errors: {self.errors}"
 
 
 @pytest.fixture(scope="module")
 def browser():
     with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         yield browser
         browser.close()
 
@@ -148,7 +50,7 @@ def attention_html(attention, tmp_path_factory):
 
 def _scope_colours(trace):
     names = [str(n) for n in trace.df["scope"].cat.categories]
-    return names, [_rgb(c) for c in scope_colours(len(names))]
+    return names, [rgb(c) for c in scope_colours(len(names))]
 
 
 def test_canvas_shows_every_scope_colour(session, attention, attention_html):
@@ -229,9 +131,9 @@ def test_level_of_detail_keeps_the_longest_slices(session, tmp_path):
     # 5,000 instances in one warp, 64 ns buckets at this width: about three slices share a
     # bucket, and each of the ten 2 µs "long" slices must win its bucket and stay visible.
     path = tmp_path / "loop.html"
-    _long_loop_trace(iterations=5000, long_every=500).to_html(path)
+    long_loop_trace(iterations=5000, long_every=500).to_html(path)
     timeline = session.open(path)
-    short, long = [_rgb(c) for c in scope_colours(2)]
+    short, long = [rgb(c) for c in scope_colours(2)]
     canvas = timeline.query_selector("canvas")
     found = session.scan(timeline, [short, long])
     assert found[0]["count"] > 0
@@ -270,12 +172,14 @@ def test_names_show_as_text_and_never_run(session, tmp_path):
 def test_sections_runs_launches_and_charts_all_work(session, tmp_path, attention):
     matmul = gwatch_nb.load(f"{FIXTURES}/matmul_overflow_h200.json")
     two_launches = Trace(attention.records * 2, attention.scope_names)
-    nested = _nested_trace()
+    nested = nested_trace()
     path = tmp_path / "report.html"
     render_document("Report", [("A", [matmul, two_launches]), ("B", [nested])], path)
     session.open(path)
     page = session.page
-    for mount in page.query_selector_all("[data-gw-timeline], [data-gw-chart]"):
+    # The charts of launch 1 of the two-launch run stay hidden until the picker asks for them.
+    assert len(page.query_selector_all(".gw-charts[hidden] [data-gw-chart]")) == 4
+    for mount in page.query_selector_all("[data-gw-timeline], .gw-charts:not([hidden]) [data-gw-chart]"):
         mount.scroll_into_view_if_needed()
     page.wait_for_function("document.querySelectorAll('.gw-timeline').length === 3")
     page.wait_for_function("document.querySelectorAll('[data-gw-chart] svg').length === 12")
@@ -292,7 +196,7 @@ def test_sections_runs_launches_and_charts_all_work(session, tmp_path, attention
 
     # Interpreter time is labelled as host time; nested scopes draw one track lower.
     assert "not GPU time" in timelines[2].query_selector(".gw-time-source").inner_text()
-    outer, inner = session.scan(timelines[2], [_rgb(c) for c in scope_colours(2)])
+    outer, inner = session.scan(timelines[2], [rgb(c) for c in scope_colours(2)])
     assert outer["count"] and inner["count"]
     assert min(inner["ys"]) > min(outer["ys"]) and max(inner["ys"]) > max(outer["ys"])
     session.assert_clean()

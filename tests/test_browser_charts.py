@@ -1,104 +1,119 @@
-"""The summary charts as Chromium draws them in an HTML report: tick labels never overlap
-and never stick out of their chart, durations come in a unit that suits them (not
-100,000,000 ns of interpreter time), and iteration axes tick on whole iterations."""
+"""The summary charts in Chromium: in a report of several launches they follow the
+timeline's launch picker, and in a notebook they take JupyterLab's theme colours, dark
+ones included, switching when the user switches theme."""
+import json
 import os
-import shutil
 
 import pytest
 
+from support.browser import CHROMIUM, CHROMIUM_ARGS, Session, require_browser
+
 pytestmark = pytest.mark.browser
 
-CHROMIUM = os.environ.get("GWATCH_CHROMIUM", "/usr/bin/chromium")
-if not (os.path.exists(CHROMIUM) or shutil.which(CHROMIUM)):
-    pytest.skip(f"browser tests need Chromium at {CHROMIUM} (apt-get install chromium)", allow_module_level=True)
-sync_api = pytest.importorskip("playwright.sync_api", reason="browser tests need playwright (pip install playwright)")
-pytest.importorskip("altair", reason="HTML reports need altair (pip install altair)")
+sync_api = require_browser()
+pytest.importorskip("altair", reason="the charts need altair (pip install altair)")
 
 import gwatch_nb  # noqa: E402
 from conftest import FIXTURES  # noqa: E402
-from test_perfetto import synthetic_trace  # noqa: E402
+from gwatch_nb.charts import dashboard  # noqa: E402
+from gwatch_nb.trace import Trace  # noqa: E402
 
-# Per chart, per axis: the tick labels drawn (opacity not 0), their boxes, and the chart's box.
-AXIS_LABELS = """() => [...document.querySelectorAll('[data-gw-chart] svg')].map(svg => {
-  const box = svg.getBoundingClientRect();
-  const axes = [...svg.querySelectorAll('g.role-axis')].map(axis => {
-    const title = axis.querySelector('g.role-axis-title text')?.textContent ?? '';
-    const labels = [...axis.querySelectorAll('g.role-axis-label text')]
-      .filter(t => t.getAttribute('opacity') !== '0' && getComputedStyle(t).opacity !== '0' && t.textContent)
-      .map(t => { const r = t.getBoundingClientRect();
-                  return { text: t.textContent, left: r.left, right: r.right, top: r.top, bottom: r.bottom }; });
-    return { title, labels };
-  });
-  return { left: box.left, right: box.right, top: box.top, bottom: box.bottom, axes };
-})"""
+STATIC = os.path.join(os.path.dirname(gwatch_nb.__file__), "static")
+ORIGIN = "http://gwatch.test"
+# Colours of JupyterLab's own themes (@jupyterlab/theme-dark-extension, theme-light-extension).
+DARK = {"--jp-layout-color0": "#111111", "--jp-ui-font-color1": "rgba(255, 255, 255, 0.87)",
+        "--jp-ui-font-color2": "rgba(255, 255, 255, 0.54)", "--jp-border-color2": "#424242"}
+LIGHT = {"--jp-layout-color0": "#ffffff", "--jp-ui-font-color1": "rgba(0, 0, 0, 0.87)",
+         "--jp-ui-font-color2": "rgba(0, 0, 0, 0.54)", "--jp-border-color2": "#e0e0e0"}
 
+VISIBLE_CHART_TEXT = """() => [...document.querySelectorAll('.gw-charts')]
+  .filter(c => c.offsetParent !== null)
+  .flatMap(c => [...c.querySelectorAll('svg text')].map(t => t.textContent))"""
 
-def _slow_interpreter_trace():
-    """Interpreter-tier times: scopes of 20 to 150 ms, four iterations on each of six warps."""
-    warps = []
-    for w in range(6):
-        events, t = [], 0
-        for i in range(4):
-            for scope, ms in ((1, 20 + 5 * w), (2, 100 + 10 * i)):
-                events += [(t, scope, False), (t + ms * 1_000_000, scope, True)]
-                t += ms * 1_000_000 + 1_000_000
-        warps.append(((w // 2, 0, 0), w % 2, w, 0, t, events))
-    return synthetic_trace(warps, {1: "load", 2: "compute"}, grid=(3, 1, 1))
+# The chart's background (vega's SVG renderer paints it on the <svg>) and the fill of its
+# axis labels, as drawn.
+CHART_COLOURS = """() => {
+  const svg = document.querySelector('.gw-charts svg');
+  const label = svg.querySelector('.role-axis-label text');
+  return { background: getComputedStyle(svg).backgroundColor, label: getComputedStyle(label).fill };
+}"""
 
 
 @pytest.fixture(scope="module")
-def page():
+def browser():
     with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
-        context = browser.new_context(viewport={"width": 1300, "height": 900})
-        context.route("**/*", lambda route: route.continue_() if route.request.url.startswith("file://")
-                      else route.abort())
-        yield context.new_page()
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield browser
         browser.close()
 
 
-def _drawn(page, path) -> list[dict]:
-    page.goto(path.as_uri())
-    for mount in page.query_selector_all("[data-gw-chart]"):
-        mount.scroll_into_view_if_needed()
-    page.wait_for_function("document.querySelectorAll('[data-gw-chart] svg').length === 4")
-    return page.evaluate(AXIS_LABELS)
+def _brightness(css: str) -> float:
+    """0 (black) to 1 (white) of an rgb()/rgba() colour as getComputedStyle gives it, alpha over black."""
+    inside = css[css.index("(") + 1:css.index(")")]
+    parts = [float(p) for p in inside.replace("/", ",").replace(" ", ",").split(",") if p]
+    alpha = parts[3] if len(parts) > 3 else 1.0
+    return sum(parts[:3]) / (3 * 255) * alpha
 
 
-def _overlap(a, b) -> bool:
-    """Side by side closer than 2 px (labels that touch read as one number), and one above
-    the other by more than the 2 px a text box's line height adds."""
-    return a["left"] < b["right"] + 2 and b["left"] < a["right"] + 2 and \
-        a["top"] < b["bottom"] - 2 and b["top"] < a["bottom"] - 2
+def test_report_charts_follow_the_launch_picker(browser, tmp_path):
+    matmul = gwatch_nb.load(f"{FIXTURES}/matmul_h200.json")
+    attention = gwatch_nb.load(f"{FIXTURES}/attention_h200.json")
+    # Launch 0 runs scopes 100-102, launch 1 also 103 ("dot_pv"): their charts differ.
+    two = Trace(matmul.records + attention.records, attention.scope_names)
+    path = tmp_path / "two.html"
+    two.to_html(path)
+    session = Session(browser)
+    timeline = session.open(path)
+    page = session.page
+    page.wait_for_function("document.querySelectorAll('.gw-charts svg').length === 4")
+    first = page.evaluate(VISIBLE_CHART_TEXT)
+    assert "softmax" in first and "dot_pv" not in first
+    timeline.query_selector("select").select_option("1")
+    page.wait_for_function("document.querySelectorAll('.gw-charts:not([hidden]) svg').length === 4")
+    second = page.evaluate(VISIBLE_CHART_TEXT)
+    assert "dot_pv" in second
+    timeline.query_selector("select").select_option("0")
+    page.wait_for_function("document.querySelectorAll('.gw-charts:not([hidden]) svg').length === 4")
+    assert page.evaluate(VISIBLE_CHART_TEXT) == first
+    session.assert_clean()
+    session.context.close()
 
 
-@pytest.mark.parametrize("name", ["matmul_h200", "matmul_cold_h200", "attention_4k_h200", "attention_causal_h200",
-                                  "slow_interpreter"])
-def test_tick_labels_stay_apart_and_inside(page, tmp_path, name):
-    trace = _slow_interpreter_trace() if name == "slow_interpreter" else gwatch_nb.load(f"{FIXTURES}/{name}.json")
-    path = tmp_path / f"{name}.html"
-    trace.to_html(path)
-    for chart in _drawn(page, path):
-        for axis in chart["axes"]:
-            labels = axis["labels"]
-            for i, a in enumerate(labels):
-                assert chart["left"] - 0.5 <= a["left"] and a["right"] <= chart["right"] + 0.5, (axis["title"], a)
-                for b in labels[i + 1:]:
-                    assert not _overlap(a, b), (axis["title"], a["text"], b["text"])
+def test_notebook_charts_take_the_jupyterlab_theme(browser):
+    spec = dashboard(gwatch_nb.load(f"{FIXTURES}/matmul_h200.json")).to_dict()
+    files = {"/index.html": ("text/html", "<!doctype html><html><body data-jp-theme-light='false'></body></html>"),
+             "/charts.js": ("text/javascript", open(f"{STATIC}/charts.js", encoding="utf-8").read())}
+    context = browser.new_context(viewport={"width": 1200, "height": 900})
+    blocked, errors = [], []
 
-
-def test_units_suit_the_durations_and_iterations_are_whole(page, tmp_path):
-    path = tmp_path / "slow.html"
-    _slow_interpreter_trace().to_html(path)
-    charts = _drawn(page, path)
-    titles = [axis["title"] for chart in charts for axis in chart["axes"]]
-    assert "duration (ms)" in titles and not any("(ns" in t for t in titles)
-    assert any(t.startswith("time since launch start (s") or t.startswith("time since launch start (ms")
-               for t in titles)
-    ticks = [label["text"] for chart in charts for axis in chart["axes"] if axis["title"] == "iteration (seq)"
-             for label in axis["labels"]]
-    assert ticks and all(t.replace(",", "").isdigit() for t in ticks)
-    page_text = page.inner_text("body")
-    assert "load (ms)" in page_text and "compute (ms)" in page_text
-    every_label = [label["text"] for chart in charts for axis in chart["axes"] for label in axis["labels"]]
-    assert not any(len(t.replace(",", "")) > 7 for t in every_label)  # no 100,000,000-style labels
+    def serve(route):  # the test's own origin, answered here: nothing leaves the machine
+        path = route.request.url.removeprefix(ORIGIN)
+        if path in files:
+            route.fulfill(content_type=files[path][0], body=files[path][1])
+        else:
+            blocked.append(route.request.url)
+            route.abort()
+    context.route("**/*", serve)
+    page = context.new_page()
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(f"{ORIGIN}/index.html")
+    set_theme = """([vars, light]) => {
+      for (const [k, v] of Object.entries(vars)) document.body.style.setProperty(k, v);
+      document.body.dataset.jpThemeLight = light;
+    }"""
+    page.evaluate(set_theme, [DARK, "false"])
+    page.evaluate("""async (spec) => {
+      const { default: widget } = await import('/charts.js');
+      const el = document.createElement('div');
+      document.body.appendChild(el);
+      widget.render({ model: { get: () => spec, on() {}, off() {} }, el });
+    }""", json.loads(json.dumps(spec)))
+    page.wait_for_function("document.querySelector('.gw-charts svg .role-axis-label text') !== null")
+    dark = page.evaluate(CHART_COLOURS)
+    assert _brightness(dark["background"]) < 0.2 and _brightness(dark["label"]) > 0.3, dark
+    page.evaluate(set_theme, [LIGHT, "true"])  # the user switches to the light theme
+    page.wait_for_function(f"({CHART_COLOURS})().background !== {json.dumps(dark['background'])}")
+    light = page.evaluate(CHART_COLOURS)
+    assert _brightness(light["background"]) > 0.9 and _brightness(light["label"]) < 0.3, light
+    assert blocked == [] and errors == []
+    context.close()

@@ -3,14 +3,14 @@ trace, Chromium draws it, a click on a slice reaches Python as ``widget.selected
 Python clearing ``selected`` clears it on screen. Nothing is fetched from outside."""
 import pytest
 
-from jupyter_lab import CHROMIUM, CHROMIUM_ARGS, LabPage, require_lab_browser, lab_server
+from support.browser import CHROMIUM, CHROMIUM_ARGS, COLOUR_SCAN, HIGHLIGHT, rgb
+from support.jupyter_lab import LabPage, lab_server, require_lab_browser
 
 pytestmark = pytest.mark.browser
 
 sync_api, nbformat = require_lab_browser()
 
 from conftest import FIXTURES, ROOT  # noqa: E402
-from test_browser import COLOUR_SCAN, HIGHLIGHT, _rgb  # noqa: E402
 from gwatch_nb.serializers import scope_colours  # noqa: E402
 
 CELLS = [
@@ -50,7 +50,7 @@ def test_widget_in_jupyterlab_round_trips_the_selection(lab):
         timeline = page.query_selector(".gw-timeline")
         names = ["load_kv", "dot_qk", "softmax", "dot_pv"]
         canvas = timeline.query_selector("canvas")
-        found = page.evaluate(COLOUR_SCAN, [canvas, [list(_rgb(c)) for c in scope_colours(len(names))]])
+        found = page.evaluate(COLOUR_SCAN, [canvas, [list(rgb(c)) for c in scope_colours(len(names))]])
         assert all(entry["count"] > 50 for entry in found), "not every scope's colour is on the canvas"
         box = canvas.bounding_box()
         softmax = found[names.index("softmax")]

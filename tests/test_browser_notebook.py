@@ -6,14 +6,14 @@ import re
 
 import pytest
 
-from jupyter_lab import CHROMIUM, CHROMIUM_ARGS, LabPage, require_lab_browser, copy_demo, lab_server, without_gpu
+from support.browser import CHROMIUM, CHROMIUM_ARGS, COLOUR_SCAN, rgb
+from support.jupyter_lab import LabPage, copy_demo, lab_server, require_lab_browser, without_gpu
 
 pytestmark = pytest.mark.browser
 
 sync_api, nbformat = require_lab_browser()
 
 from gwatch_nb.serializers import scope_colours  # noqa: E402
-from test_browser import COLOUR_SCAN, _rgb  # noqa: E402
 
 SCOPES = ["load_kv", "dot_qk", "softmax", "dot_pv"]
 # Every code cell's prompt holds its execution count: none is waiting or running.
@@ -56,7 +56,7 @@ def test_run_all_draws_the_live_trace_and_the_analysis(ran):
     page.wait_for_function("t => t.dataset.frames >= 1", arg=timeline.element_handle(), timeout=30_000)
     assert "host time (interpreter), not GPU time" in timeline.inner_text()
     canvas = timeline.locator("canvas").element_handle()
-    colours = [list(_rgb(c)) for c in scope_colours(len(SCOPES))]
+    colours = [list(rgb(c)) for c in scope_colours(len(SCOPES))]
     # The whole launch: sixteen program instances one after another, each mostly load_kv and softmax.
     whole = page.evaluate(COLOUR_SCAN, [canvas, colours])
     assert all(whole[SCOPES.index(name)]["count"] > 100 for name in ("load_kv", "softmax")), whole

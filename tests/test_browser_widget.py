@@ -4,21 +4,18 @@ bytes sit at offsets inside larger buffers, as comm buffers may; aligned or not,
 drawing must be the same. Aborting the signal removes the widget."""
 import base64
 import os
-import shutil
 
 import pytest
 
+from support.browser import CHROMIUM, CHROMIUM_ARGS, COLOUR_SCAN, require_browser, rgb
+
 pytestmark = pytest.mark.browser
 
-CHROMIUM = os.environ.get("GWATCH_CHROMIUM", "/usr/bin/chromium")
-if not (os.path.exists(CHROMIUM) or shutil.which(CHROMIUM)):
-    pytest.skip(f"browser tests need Chromium at {CHROMIUM} (apt-get install chromium)", allow_module_level=True)
-sync_api = pytest.importorskip("playwright.sync_api", reason="browser tests need playwright (pip install playwright)")
+sync_api = require_browser()
 
 import gwatch_nb  # noqa: E402
 from conftest import FIXTURES  # noqa: E402
 from gwatch_nb.serializers import timeline_payload  # noqa: E402
-from test_browser import COLOUR_SCAN, _rgb  # noqa: E402
 
 ORIGIN = "http://gwatch.test"
 STATIC = os.path.join(os.path.dirname(gwatch_nb.__file__), "static")
@@ -64,8 +61,7 @@ def test_columns_at_any_byte_offset_draw_the_same(state):
              "/widget.js": ("text/javascript", open(f"{STATIC}/widget.js", encoding="utf-8").read())}
     blocked, errors = [], []
     with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": 1200, "height": 800})
         page.on("console", lambda m: m.type == "error" and errors.append(m.text))
         page.on("pageerror", lambda e: errors.append(str(e)))
@@ -85,7 +81,7 @@ def test_columns_at_any_byte_offset_draw_the_same(state):
         for offset in (0, 8, 3):  # no offset, an aligned one, one no 2-, 4- or 8-byte type allows
             drawn[offset] = page.evaluate(MOUNT_JS, [state, offset])
             canvas = page.query_selector_all("canvas")[-1]
-            colours = [list(_rgb(c)) for c in state["scopes"]["colors"]]
+            colours = [list(rgb(c)) for c in state["scopes"]["colors"]]
             assert all(e["count"] > 50 for e in page.evaluate(COLOUR_SCAN, [canvas, colours])), offset
             page.evaluate("() => window.mounted.controller.abort()")
             assert page.evaluate("() => window.mounted.el.children.length") == 0

@@ -1,8 +1,5 @@
 """Summary charts on real H200 traces: every chart builds, stays small on two million
 scope instances, keeps names as data, and colours scopes as the timeline does."""
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 
@@ -13,8 +10,7 @@ from conftest import FIXTURES  # noqa: E402
 from gwatch_nb import analysis, charts, serializers  # noqa: E402
 from gwatch_nb.trace import Trace  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
-from test_widget import _long_loop_trace  # noqa: E402
+from support.traces import long_loop_trace  # noqa: E402
 from tiled_trace import tile  # noqa: E402
 
 XSS = "<img src=x onerror=alert(1)>"
@@ -91,7 +87,7 @@ def test_sm_activity_carries_each_sm_once(matmul):
 
 
 def test_long_loops_chart_every_nth_iteration():
-    trace = _long_loop_trace(iterations=9000, long_every=3)
+    trace = long_loop_trace(iterations=9000, long_every=3)
     spec = charts.iteration_trend(trace).to_dict()
     (rows,) = _rows(spec)
     assert len(rows) <= charts.MAX_CHART_ROWS
@@ -128,8 +124,8 @@ def test_dashboard_and_bad_input(matmul):
 
 
 def test_units_and_ticks_suit_the_data(matmul):
-    from test_browser_charts import _slow_interpreter_trace
-    slow = _slow_interpreter_trace()
+    from support.traces import slow_interpreter_trace
+    slow = slow_interpreter_trace()
     (rows,) = _rows(charts.duration_distribution(slow).to_dict())
     assert {r["label"] for r in rows} == {"load (ms)", "compute (ms)"}
     assert max(r["end"] for r in rows) == pytest.approx(130)

@@ -2,7 +2,7 @@
 import pytest
 
 from gwatch_nb.show import Selection, format_text, parse_block, parse_numbers, parse_time, scope_letters, summarize
-from test_perfetto import synthetic_trace
+from support.traces import synthetic_trace
 
 SCOPES = {1: "load", 2: "dot", 3: "outer", 4: "inner"}
 

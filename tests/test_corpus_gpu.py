@@ -48,11 +48,14 @@ def test_corpus_kernel_trace_is_exact_and_complete(case):
         assert torch.equal(got, expected)
         torch.testing.assert_close(expected.float(), reference.float(), atol=workload.atol, rtol=workload.rtol)
 
-    # The one warning a clean trace may carry: instrumenting changed the kernel's resources
-    # (grouped GEMM spills when traced), and then meta says by how much.
+    # Besides the kinds the case expects, a clean trace may carry one warning: instrumenting
+    # changed the kernel's resources (grouped GEMM spills when traced), and then meta says by how much.
     costly = [w for w in trace.warnings if w.kind == "instrumentation_cost"]
-    assert [str(w) for w in trace.warnings if w not in costly] == []
-    assert [str(w.message) for w in caught if issubclass(w.category, GwatchWarning)] == [str(w) for w in costly]
+    said = [str(w.message) for w in caught if issubclass(w.category, GwatchWarning)]
+    assert {w.kind for w in trace.warnings if w not in costly} == case.warnings
+    assert [p for p in trace.meta["problems"] if p["kind"] != "instrumentation_cost"] == []
+    assert len(said) == len(case.warnings) + len(costly)
+    assert all(any(kind in m for m in said) for kind in case.warnings)
     (change,) = trace.meta["instrumentation"].values()
     spills_or_loses = change["local_bytes"][1] > change["local_bytes"][0] or \
         change["blocks_per_sm"][1] < change["blocks_per_sm"][0]
@@ -65,8 +68,10 @@ def test_corpus_kernel_trace_is_exact_and_complete(case):
 
     assert set(trace.df.scope_id.unique()) == case.scope_ids
     assert set(trace.df.scope.cat.categories) == {case.scopes[i] for i in case.scope_ids}
-    # A scope sits at one nesting depth wherever it runs (start/end pairing held up).
-    assert (trace.df.groupby("scope_id").depth.nunique() == 1).all()
+    # A scope sits at one nesting depth wherever it runs (start/end pairing held up);
+    # overlapping instances of a pipelined scope take turns on as many lanes as overlap.
+    lanes = trace.df.groupby("scope_id").depth.nunique()
+    assert (lanes == 1).all() or "pipelined" in case.warnings
     _assert_inside_warp_lifetimes(trace)
     if workload.events_per_warp is not None:
         np.testing.assert_array_equal(trace.warps.events.to_numpy(), workload.events_per_warp(trace.warps))

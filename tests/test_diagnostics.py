@@ -1,16 +1,11 @@
 """The benchmark's diagnostic edits (bench/diagnostics.py) apply to what the rewriter
 emits today: each changes the instrumented PTX of real kernels and ptxas accepts it."""
-import os
-import sys
-
 import pytest
 
 from compile_kernels import compile_ptx
 from corpus import CASES
+from diagnostics import CLOCK_READ, DIAGNOSTIC_EDITS
 from gwatch_nb import ptx
-
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench"))
-from diagnostics import CLOCK_READ, DIAGNOSTIC_EDITS  # noqa: E402
 
 KERNELS = [c for c in CASES if c.name in ("matmul", "attention fwd d64")]
 

@@ -3,9 +3,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import attention
+from examples import attention
 import gwatch_nb
-import matmul
+from examples import matmul
 from gwatch_nb.timebase import fit_clock
 
 ALL = ["matmul_h200.json", "matmul_cold_h200.json", "attention_h200.json", "attention_causal_h200.json",

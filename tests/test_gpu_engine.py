@@ -7,8 +7,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-import attention
-import matmul
+from examples import attention
+from examples import matmul
 from gwatch_nb import GwatchWarning, NoMatchingKernelError, TraceFailedError, do_trace
 from gwatch_nb.cuda import driver
 

@@ -13,7 +13,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-import matmul
+from examples import matmul
 from gwatch_nb import TraceFailedError, do_trace
 from gwatch_nb.cuda import driver
 
@@ -31,7 +31,7 @@ def _outside_torch() -> int:
 
 def _fresh_python(*parts: str, **env) -> subprocess.CompletedProcess:
     """Run the code parts, one after another, in a new interpreter with the examples importable."""
-    prelude = f"import sys; sys.path.insert(0, {os.path.join(ROOT, 'examples')!r})\n"
+    prelude = f"import sys; sys.path.insert(0, {ROOT!r})\n"
     code = prelude + "".join(textwrap.dedent(part) for part in parts)
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           env=dict(os.environ, **env), timeout=300)
@@ -174,7 +174,8 @@ def test_cupti_held_by_another_tool_stops_before_the_code_runs(holder):
         """,
     }[holder]
     done = _fresh_python("""
-        import torch, matmul
+        import torch
+        from examples import matmul
         from gwatch_nb import do_trace, CuptiBusyError
         x = torch.randn(256, 256, device="cuda", dtype=torch.float16)
     """, hold, """
@@ -197,7 +198,8 @@ def test_ptxas_failure_keeps_the_ptx_and_runs_the_original(tmp_path):
                     "echo 'ptxas error   : out of resources (injected)' >&2\nexit 1\n")
     fake.chmod(0o755)
     done = _fresh_python("""
-        import os, torch, matmul
+        import os, torch
+        from examples import matmul
         from gwatch_nb import do_trace, TraceFailedError
         x = torch.randn(512, 512, device="cuda", dtype=torch.float16)
         expected = matmul.matmul(x, x)      # compiled and loaded with the real ptxas

@@ -81,7 +81,8 @@ def test_sections_and_runs_in_one_self_contained_file(tmp_path, traces):
     assert sum(1 for tag, attrs in page.tags if tag == "section") == 2
     assert sum(1 for tag, attrs in page.tags if tag == "article") == 3
     assert len(page.timelines) == 3 and all(t in page.json for t in page.timelines)
-    assert len(page.charts) == 12 and all(c in page.json for c in page.charts)
+    # Four charts a run, and a set of four per launch in the run of two launches.
+    assert len(page.charts) == 16 and all(c in page.json for c in page.charts)
     scripts = [attrs for tag, attrs in page.tags if tag == "script"]
     assert sum(1 for attrs in scripts if not attrs) == 1  # the one inline runtime
     # The overflowing run's warning is in the page as text.

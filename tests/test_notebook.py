@@ -7,7 +7,7 @@ import re
 import pytest
 
 import gwatch_nb
-from jupyter_lab import ROOT, copy_demo, without_gpu
+from support.jupyter_lab import ROOT, copy_demo, without_gpu
 
 nbformat = pytest.importorskip("nbformat", reason="running the notebook needs nbformat (pip install nbformat)")
 nbclient = pytest.importorskip("nbclient", reason="running the notebook needs nbclient (pip install nbclient)")

@@ -8,29 +8,8 @@ import pandas as pd
 import pytest
 
 import gwatch_nb
-from gwatch_nb.layout import make_tag
-from gwatch_nb.records import WARP_DTYPE, LaunchRecords
 from gwatch_nb.report import Report, Section
-from gwatch_nb.trace import Trace
-
-_BASE_NS = 10**9  # host-time origin of synthetic traces (a zero exit time would mean "never exited")
-
-
-def synthetic_trace(warps, scope_names=None, grid=(2, 1, 1), kernel="synthetic") -> Trace:
-    """A one-launch interpreter-tier Trace (times are ns) from
-    [(block, warp, sm, entry_ns, exit_ns, [(ns, scope_id, is_end), ...]), ...]."""
-    table = np.zeros(len(warps), WARP_DTYPE)
-    cycles, tags = [], []
-    for row, (block, warp, sm, entry, exit_, events) in enumerate(warps):
-        table[row]["block_x"], table[row]["block_y"], table[row]["block_z"] = block
-        table[row]["warp"], table[row]["sm"], table[row]["n_events"] = warp, sm, len(events)
-        table[row]["gt_entry"] = table[row]["ck_entry"] = _BASE_NS + entry
-        table[row]["gt_exit"] = table[row]["ck_exit"] = _BASE_NS + exit_
-        cycles += [_BASE_NS + t for t, _, _ in events]
-        tags += [make_tag(sid, end) for _, sid, end in events]
-    launch = LaunchRecords(kernel, grid, (64, 1, 1), 64, table, np.array(cycles, np.int64),
-                           np.array(tags, np.uint32), {})
-    return Trace([launch], scope_names, {"tier": "interpreter"})
+from support.traces import synthetic_trace
 
 
 def _spans(*pairs):

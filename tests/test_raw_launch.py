@@ -7,7 +7,7 @@ import os
 import numpy as np
 import pytest
 
-import attention
+from examples import attention
 import gwatch_nb
 from gwatch_nb import layout, records
 

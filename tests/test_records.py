@@ -1,5 +1,6 @@
 """Decoding: device slots → events → intervals, checked against a plain Python reference
 on random event streams, plus the clock unwrap and the clock model."""
+import itertools
 from collections import defaultdict
 
 import numpy as np
@@ -11,6 +12,12 @@ from gwatch_nb import layout, records
 from gwatch_nb.timebase import fit_clock
 
 
+def _is_pipelined(ends: list[bool]) -> bool:
+    """One (warp, scope)'s events: a start while one is open, and no end before its start."""
+    open_counts = list(itertools.accumulate(-1 if is_end else 1 for is_end in ends))
+    return min(open_counts) >= 0 and max(open_counts) >= 2
+
+
 def _reference(warp_events):
     """The pairing rules written the slow, obvious way, one warp at a time."""
     pairs, problems = [], defaultdict(int)
@@ -19,6 +26,14 @@ def _reference(warp_events):
         for position, (sid, is_end) in enumerate(events):
             by_id[sid].append((position, is_end))
         for sid, seq in by_id.items():
+            if _is_pipelined([is_end for _, is_end in seq]):
+                # Pipelined: the nth start with the nth end; starts left over never ended.
+                problems["pipelined"] += 1
+                starts = [p for p, is_end in seq if not is_end]
+                ends = [p for p, is_end in seq if is_end]
+                pairs += [(warp, sid, s, e, nth) for nth, (s, e) in enumerate(zip(starts, ends))]
+                problems["unclosed"] += len(starts) - len(ends)
+                continue
             i, nth = 0, 0
             while i < len(seq):
                 position, is_end = seq[i]
@@ -60,10 +75,11 @@ def test_pairing_matches_the_reference(warp_events):
                      ((intervals.end_cycle - 1000) // 7 - first[intervals.warp_row]).tolist(),
                      intervals.seq.tolist()))
     assert got == sorted(expected)
-    for kind in ("end_without_start", "nested_same_id", "unclosed"):
+    for kind in ("end_without_start", "nested_same_id", "unclosed", "pipelined"):
         assert len(problems[kind]) == expected_problems.get(kind, 0)
     # Every event is in exactly one interval or one problem: nothing invented, nothing lost.
-    assert 2 * len(expected) + sum(expected_problems.values()) == len(tags)
+    events_in_problems = sum(n for kind, n in expected_problems.items() if kind != "pipelined")
+    assert 2 * len(expected) + events_in_problems == len(tags)
     # Intervals come out in warp-major start order.
     order = np.lexsort((intervals.start_cycle, intervals.warp_row))
     assert (order == np.arange(len(order))).all()
@@ -74,14 +90,70 @@ def test_pairing_matches_the_reference(warp_events):
 def test_depth_and_crossing(warp_events):
     tags, cycles, counts = _flatten(warp_events)
     iv, problems = records.pair_scopes(tags, cycles, counts)
-    spans = list(zip(iv.warp_row.tolist(), iv.start_cycle.tolist(), iv.end_cycle.tolist()))
+    spans = list(zip(iv.warp_row.tolist(), iv.scope_id.tolist(), iv.start_cycle.tolist(), iv.end_cycle.tolist()))
+    # Instances of a pipelined (warp, scope) overlap each other by design; depth is their lane.
+    overlapping = {(w, sid) for w, events in enumerate(warp_events) for sid in {i for i, _ in events}
+                   if _is_pipelined([end for i, end in events if i == sid])}
     crossed_any = False
-    for k, (w, s, e) in enumerate(spans):
-        enclosing = sum(1 for (w2, s2, e2) in spans if w2 == w and s2 < s < e2)
+    for k, (w, sid, s, e) in enumerate(spans):
+        if (w, sid) in overlapping:
+            continue
+        enclosing = sum(1 for (w2, _, s2, e2) in spans if w2 == w and s2 < s < e2)
         assert iv.depth[k] == enclosing
-        crossed_any |= any(w2 == w and (s < s2 < e < e2 or s2 < s < e2 < e) for (w2, s2, e2) in spans)
-    # The cheap test flags at least one interval of every crossing, and only when one exists.
-    assert bool(len(problems["crossed"])) == crossed_any
+        crossed_any |= any(w2 == w and (s < s2 < e < e2 or s2 < s < e2 < e) for (w2, _, s2, e2) in spans)
+    # The cheap test flags at least one interval of every crossing that involves an
+    # unpipelined instance, and only when a crossing exists.
+    crossing_exists = crossed_any or any(
+        w2 == w and (s < s2 < e < e2) and (w, a) != (w2, b)
+        for (w, a, s, e) in spans for (w2, b, s2, e2) in spans)
+    if crossed_any:
+        assert len(problems["crossed"])
+    if len(problems["crossed"]):
+        assert crossing_exists
+
+
+def _pipelined_stream(draw_order):
+    """One scope's events in a warp: starts run ahead of ends by at most a few, as a
+    software pipeline issues them; ``draw_order`` is True for a start where one may come."""
+    events, open_now, started = [], 0, 0
+    for want_start in draw_order:
+        if want_start or open_now == 0:
+            events.append((7, False))
+            open_now += 1
+            started += 1
+        else:
+            events.append((7, True))
+            open_now -= 1
+    return events + [(7, True)] * open_now
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(st.booleans(), min_size=1, max_size=40), min_size=1, max_size=4))
+def test_pipelined_instances_pair_in_order_on_lanes_that_never_overlap(orders):
+    warp_events = [_pipelined_stream(order) for order in orders]
+    tags, cycles, counts = _flatten(warp_events)
+    iv, problems = records.pair_scopes(tags, cycles, counts)
+    assert sum(map(len, problems.values())) == len(problems["pipelined"])
+    assert 2 * len(iv.scope_id) == len(tags)
+    for w in range(len(warp_events)):
+        mine = np.flatnonzero(iv.warp_row == w)
+        starts, ends = iv.start_cycle[mine], iv.end_cycle[mine]
+        assert (np.diff(starts) > 0).all() and (np.diff(ends) > 0).all()  # first in, first out
+        assert iv.seq[mine].tolist() == list(range(len(mine)))
+        for lane in np.unique(iv.depth[mine]):
+            on_lane = mine[iv.depth[mine] == lane]
+            assert (iv.start_cycle[on_lane][1:] > iv.end_cycle[on_lane][:-1]).all()
+
+
+def test_a_pipelined_loop_pairs_each_tile_with_its_own_end():
+    # The steady state of a pipelined persistent loop: tile t+1 starts before tile t ends.
+    events = [(300, False)] + [e for t in range(5) for e in ((300, False), (300, True))] + [(300, True)]
+    tags, cycles, counts = _flatten([events])
+    iv, problems = records.pair_scopes(tags, cycles, counts)
+    assert list(zip(((iv.start_cycle - 1000) // 7).tolist(), ((iv.end_cycle - 1000) // 7).tolist())) == [
+        (0, 2), (1, 4), (3, 6), (5, 8), (7, 10), (9, 11)]
+    assert iv.depth.tolist() == [0, 1, 0, 1, 0, 1]
+    assert {k: len(v) for k, v in problems.items() if len(v)} == {"pipelined": 1}
 
 
 def test_unwrap_recovers_64_bit_clocks_across_wraps():

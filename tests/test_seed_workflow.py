@@ -125,7 +125,9 @@ def test_example_script_then_gwatch_show(tmp_path):
     made = _run(EXAMPLE, "--report", report, cwd=tmp_path, env=interpreter)
     assert made.returncode == 0, made.stderr
     assert f"wrote {report}" in made.stdout
-    full = load_report(report).sections[0].runs[0]
+    written = load_report(report)
+    assert written.title == "Attention forward (attn_fwd): batch 1, 2 heads, context 128, head dim 32"
+    full = written.sections[0].runs[0]
     assert full.meta["tier"] == "interpreter"
     made = _run(EXAMPLE, "--report", report, "--causal", "--n-ctx", "64", cwd=tmp_path, env=interpreter)
     assert made.returncode == 0, made.stderr

@@ -10,7 +10,7 @@ import gwatch_nb
 from gwatch_nb import analysis
 from gwatch_nb.cli import build_parser, main
 from gwatch_nb.show import SECTIONS, Selection, SelectionError, parse_threads, parse_ticks, summarize
-from test_perfetto import synthetic_trace
+from support.traces import synthetic_trace
 
 SCOPES = {1: "load", 2: "dot", 3: "outer", 4: "inner"}
 

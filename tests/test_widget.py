@@ -10,11 +10,10 @@ pytest.importorskip("anywidget", reason="the widget needs anywidget (pip install
 import gwatch_nb  # noqa: E402
 from conftest import FIXTURES  # noqa: E402
 from gwatch_nb import serializers  # noqa: E402
-from gwatch_nb.layout import make_tag  # noqa: E402
-from gwatch_nb.records import WARP_DTYPE, LaunchRecords  # noqa: E402
 from gwatch_nb.trace import Trace  # noqa: E402
 from gwatch_nb.widget import TimelineWidget  # noqa: E402
 from ipywidgets.widgets.widget import _remove_buffers  # noqa: E402
+from support.traces import nested_trace  # noqa: E402
 
 
 def _array(column: dict) -> np.ndarray:
@@ -24,38 +23,6 @@ def _array(column: dict) -> np.ndarray:
 @pytest.fixture(scope="module")
 def attention():
     return gwatch_nb.load(f"{FIXTURES}/attention_4k_h200.json")
-
-
-def _nested_trace() -> Trace:
-    """Two warps, each: outer(1) { inner(2) inner(2) } outer(1) — nesting depth 0 and 1."""
-    events = [(1, 0), (2, 0), (2, 1), (2, 0), (2, 1), (1, 1), (1, 0), (1, 1)]
-    warps = np.zeros(2, WARP_DTYPE)
-    warps["warp"] = [0, 1]
-    warps["sm"] = [3, 3]
-    warps["gt_entry"] = warps["ck_entry"] = 1000
-    warps["gt_exit"] = warps["ck_exit"] = 2000
-    warps["n_events"] = len(events)
-    tags = np.array([make_tag(sid, bool(end)) for sid, end in events] * 2, np.uint32)
-    cycles = np.array([1010, 1020, 1100, 1200, 1300, 1400, 1500, 1600] * 2, np.int64)
-    records = LaunchRecords("nest", (1, 1, 1), (64, 1, 1), 64, warps, cycles, tags)
-    return Trace([records], {1: "outer", 2: "inner"}, {"tier": "interpreter"})
-
-
-def _long_loop_trace(iterations: int, long_every: int) -> Trace:
-    """One warp running `iterations` instances of "short" (10 ns, 10 ns apart), every
-    `long_every`-th one a "long" instance of 2,000 ns instead."""
-    long = np.arange(iterations) % long_every == 0
-    duration = np.where(long, 2000, 10)
-    start = 1000 + np.concatenate(([0], np.cumsum(duration + 10)[:-1]))
-    cycles = np.stack([start, start + duration], axis=1).reshape(-1).astype(np.int64)
-    ids = np.where(long, 2, 1)
-    tags = np.array([make_tag(int(sid), end) for sid in ids for end in (False, True)], np.uint32)
-    warps = np.zeros(1, WARP_DTYPE)
-    warps["gt_entry"] = warps["ck_entry"] = 1000
-    warps["gt_exit"] = warps["ck_exit"] = int(cycles[-1]) + 10
-    warps["n_events"] = len(tags)
-    records = LaunchRecords("loop", (1, 1, 1), (32, 1, 1), len(tags), warps, cycles, tags)
-    return Trace([records], {1: "short", 2: "long"}, {"tier": "interpreter"})
 
 
 def test_state_travels_as_binary_buffers_not_json_lists(attention):
@@ -97,7 +64,7 @@ def test_times_stay_exact_beyond_32_bits():
 
 
 def test_nested_scopes_carry_their_depth():
-    trace = _nested_trace()
+    trace = nested_trace()
     payload = serializers.timeline_payload(trace)
     depth = _array(payload["instances"]["depth"])
     assert sorted(set(depth.tolist())) == [0, 1]

@@ -1,8 +1,9 @@
 // The anywidget front-end module of gwatch_nb.ChartsWidget: the summary charts drawn with
 // the vega-embed bundled here, so a notebook shows them with no network (altair's own
-// renderers load vega from a CDN).
+// renderers load vega from a CDN), in the colours of JupyterLab's theme.
 
 import embed, { type Result } from "vega-embed";
+import { jupyterChartConfig, onThemeChange } from "./charttheme";
 
 interface ChartsModel {
   get(name: "spec"): object;
@@ -18,7 +19,8 @@ function render({ model, el, signal }: { model: ChartsModel; el: HTMLElement; si
   const draw = async () => {
     shown?.finalize();
     try {
-      shown = await embed(view, model.get("spec"), { actions: false, renderer: "svg" });
+      const config = jupyterChartConfig(el);
+      shown = await embed(view, model.get("spec"), { actions: false, renderer: "svg", ...(config ? { config } : {}) });
     } catch (error) {
       console.error(error);
       view.textContent = `could not draw the charts: ${error instanceof Error ? error.message : String(error)}`;
@@ -26,9 +28,11 @@ function render({ model, el, signal }: { model: ChartsModel; el: HTMLElement; si
   };
   void draw();
   model.on("change:spec", draw);
+  const stopWatchingTheme = onThemeChange(() => void draw());
   // anywidget >= 0.11 passes an AbortSignal; the returned cleanup serves older hosts.
   const cleanup = () => {
     model.off("change:spec", draw);
+    stopWatchingTheme();
     shown?.finalize();
   };
   signal?.addEventListener("abort", cleanup);

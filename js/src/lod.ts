@@ -72,8 +72,10 @@ let scratchDuration = new Float64Array(0);
 
 /**
  * The slices one row draws between t0 and t1 at `level`: from one track its level array
- * (a view, no copy); from several (a collapsed group) the longest slice of each bucket
- * among all of them. Includes the slice just before t0 of each track, which may reach in.
+ * (a view, no copy); from several (a collapsed group) the slice of each bucket that shows
+ * the most of itself between t0 and t1. Includes the slice just before t0 of each track,
+ * which may reach in: all of those share the first bucket, so a long slice that ended
+ * before t0 must not win it over a shorter one still running.
  */
 export function collectSlices(tracks: Track[], level: number, t0: number, t1: number,
                               start: NumericArray, duration: NumericArray): Int32Array {
@@ -94,11 +96,12 @@ export function collectSlices(tracks: Track[], level: number, t0: number, t1: nu
     const end = firstStartingAt(rows, start, t1);
     for (let k = Math.max(0, firstStartingAt(rows, start, t0) - 1); k < end; k++) {
       const row = rows[k];
+      const shown = Math.min(start[row] + duration[row], t1) - Math.max(start[row], t0);
+      if (shown < 0) continue; // ended before the window
       const b = Math.max(0, Math.floor(start[row] / size) - base);
-      const d = duration[row];
-      if (scratchRow[b] < 0 || d > scratchDuration[b]) {
+      if (scratchRow[b] < 0 || shown > scratchDuration[b]) {
         scratchRow[b] = row;
-        scratchDuration[b] = d;
+        scratchDuration[b] = shown;
       }
     }
   }

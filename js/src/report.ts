@@ -69,9 +69,19 @@ function embedded(id: string | undefined): unknown {
   return JSON.parse(script.textContent ?? "");
 }
 
+/** A run of several launches has charts per launch: show those of the launch picked. */
+function showChartsOfLaunch(run: Element | null, launch: unknown): void {
+  run?.querySelectorAll<HTMLElement>(".gw-charts[data-gw-launch]").forEach((charts) => {
+    charts.hidden = charts.dataset.gwLaunch !== String(launch);
+  });
+}
+
 async function mountTimeline(el: HTMLElement): Promise<void> {
   const state = (await restoreBuffers(embedded(el.dataset.gwTimeline))) as Record<string, unknown>;
-  new Timeline(el, new StaticModel(state), new AbortController().signal);
+  const model = new StaticModel(state);
+  new Timeline(el, model, new AbortController().signal);
+  const run = el.closest(".gw-run");
+  model.on("change:launch", () => showChartsOfLaunch(run, model.get("launch")));
 }
 
 async function mountChart(el: HTMLElement): Promise<void> {

@@ -2,6 +2,7 @@
 
 import { buildLanes, layoutRows, rowAt, shownNode, ROW_PADDING, TRACK_HEIGHT, type LaneNode, type Lanes, type Row } from "./lanes";
 import { firstStartingAt } from "./lod";
+import { onThemeChange } from "./charttheme";
 import { AXIS_HEIGHT, GUTTER_WIDTH, Painter, type Theme } from "./painter";
 import { decodePayload, type Payload, type TimelineData } from "./payload";
 import { formatExactNs, formatTime } from "./timefmt";
@@ -20,6 +21,10 @@ export interface WidgetModel {
 const CLICK_SLOP = 3;
 /** A slice this many pixels away still counts as hovered. */
 const PICK_SLOP = 3;
+/** A second press this soon and this near the first is a double-click's (Chromium's defaults). */
+const DOUBLE_CLICK_MS = 500;
+const DOUBLE_CLICK_PX = 4;
+
 
 function element<K extends keyof HTMLElementTagNameMap>(tag: K, className: string, parent?: HTMLElement): HTMLElementTagNameMap[K] {
   const node = document.createElement(tag);
@@ -51,9 +56,12 @@ export class Timeline {
   private theme!: Theme;
   private hovered = -1;
   private selected = -1;
+  /** Set by a click that selected: the selection before it, which a double-click restores. */
+  private selectedBeforeClick: number | null = null;
+  private lastPress = { time: -Infinity, x: 0, y: 0 };
   private frameRequested = false;
   private frames = 0;
-  private drag: { x: number; y: number; lastX: number; scrollTop: number; moved: boolean } | null = null;
+  private drag: { x: number; y: number; lastX: number; scrollTop: number; moved: boolean; second: boolean } | null = null;
 
   constructor(el: HTMLElement, model: WidgetModel, signal: AbortSignal) {
     this.model = model;
@@ -296,7 +304,10 @@ export class Timeline {
     canvas.addEventListener("pointerdown", (event) => {
       if (event.button !== 0) return;
       const { x, y } = at(event);
-      this.drag = { x, y, lastX: x, scrollTop: this.body.scrollTop, moved: false };
+      const last = this.lastPress;
+      const second = event.timeStamp - last.time < DOUBLE_CLICK_MS && Math.hypot(x - last.x, y - last.y) < DOUBLE_CLICK_PX;
+      this.lastPress = second ? { time: -Infinity, x, y } : { time: event.timeStamp, x, y };
+      this.drag = { x, y, lastX: x, scrollTop: this.body.scrollTop, moved: false, second };
       canvas.setPointerCapture(event.pointerId);
     }, { signal });
     canvas.addEventListener("pointermove", (event) => {
@@ -320,12 +331,20 @@ export class Timeline {
       this.drag = null;
       canvas.classList.remove("gw-dragging");
       if (canvas.hasPointerCapture(event.pointerId)) canvas.releasePointerCapture(event.pointerId);
-      if (!drag || drag.moved) return;
+      // The second click of a double-click does nothing: the double-click resets the zoom.
+      if (!drag || drag.moved || drag.second) return;
       const { x, y } = at(event);
+      this.selectedBeforeClick = null;
       if (this.toggleGroup(x, y)) return;
+      this.selectedBeforeClick = this.selected;
       this.select(this.pick(x, y));
     }, { signal });
     canvas.addEventListener("dblclick", () => {
+      // Its first click selected what it hit: a double-click leaves the selection as it was.
+      if (this.selectedBeforeClick !== null && this.selected !== this.selectedBeforeClick) {
+        this.select(this.selectedBeforeClick);
+      }
+      this.selectedBeforeClick = null;
       this.view.reset(this.data.launches[this.launch].duration_ns, this.timeWidth());
       this.requestDraw();
     }, { signal });
@@ -336,6 +355,8 @@ export class Timeline {
     const resize = new ResizeObserver(() => this.resize());
     resize.observe(this.body);
     signal.addEventListener("abort", () => resize.disconnect());
+    const stopWatchingTheme = onThemeChange(() => { this.readTheme(); this.requestDraw(); });
+    signal.addEventListener("abort", stopWatchingTheme);
   }
 
   private bindModel(signal: AbortSignal): void {
@@ -445,9 +466,12 @@ export class Timeline {
       rows: this.rows, scrollTop: this.body.scrollTop, widthPx: width, heightPx: height, dpr,
       view: this.view, theme: this.theme, hovered: this.hovered, selected: this.selected, placeOf: this.placeOf,
     });
-    // Timings on the element, for benchmarks and tests: draw cost, frame count, first paint.
+    // Timings and the window on the element, for benchmarks and tests: draw cost, frame
+    // count, first paint, the ns at the time axis's two ends.
     const ended = performance.now();
     this.frames += 1;
+    this.root.dataset.viewStartNs = String(this.view.startNs);
+    this.root.dataset.viewEndNs = String(this.view.endNs);
     this.root.dataset.drawMs = (ended - began).toFixed(2);
     this.root.dataset.frames = String(this.frames);
     if (this.frames === 1) this.root.dataset.firstPaintMs = ended.toFixed(1);

@@ -2,8 +2,8 @@
 import numpy as np
 import torch
 
-import attention
-import matmul
+from examples import attention
+from examples import matmul
 from corpus_kernels import Workload
 
 

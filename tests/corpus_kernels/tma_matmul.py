@@ -5,11 +5,20 @@ B (N, K) and C (M, N) contiguous:
   order; the descriptors are built on the host (TensorDescriptor arguments).
 - ``matmul_descriptor_persistent``: the same walk with descriptors built in the kernel
   (tl.make_tensor_descriptor; their memory comes from triton.set_allocator).
+- ``matmul_tma_persistent_flat``: the tutorials' persistent matmul (09-persistent-matmul):
+  the tile loop is ``tl.range(..., flatten=True)``, so Triton flattens it with its K loop
+  into one loop and software-pipelines that, and the tile's C coordinates are recomputed
+  for the store from a second counter.
 - ``matmul_tma_ws``: one tile per program, its K loop warp-specialized
   (``tl.range(..., warp_specialize=True)``: producer warps issue the TMA loads).
 
 Scopes: "tile" around each output tile, nesting "load" (the two TMA loads of a K step),
 "dot" (the wgmma) and "store" (the TMA store of the tile).
+
+In the flattened loop the pipeliner copies "tile"'s start into the loop's prologue (4 start
+sites, 2 end sites on Triton 3.9): the next tile's start runs while this tile's K steps
+still do, so instances of "tile" overlap in every warp (the decoder pairs them first in,
+first out and says so).
 
 On sm_90, Triton 3.6 and 3.9 warp-specialize ``matmul_tma_ws``'s loop (384 threads)
 but its Hopper partitioning drops the markers inside that loop ("load", "dot") and
@@ -96,6 +105,30 @@ def matmul_descriptor_persistent(A, B, C, M, N, K,
 
 
 @triton.jit
+def matmul_tma_persistent_flat(a_desc, b_desc, c_desc, M, N, K,
+                               BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                               GROUP_M: tl.constexpr, NUM_SMS: tl.constexpr):
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    k_steps = tl.cdiv(K, BLOCK_K)
+    store_tile = tl.program_id(0) - NUM_SMS
+    for tile_id in tl.range(tl.program_id(0), num_pid_m * num_pid_n, NUM_SMS, flatten=True):
+        scope_start(300)
+        pid_m, pid_n = _tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_M)
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        for ki in range(k_steps):
+            a = a_desc.load([pid_m * BLOCK_M, ki * BLOCK_K])
+            b = b_desc.load([pid_n * BLOCK_N, ki * BLOCK_K])
+            acc = tl.dot(a, b.T, acc)
+        # A second counter for the store's tile, as the tutorial keeps: the flattened
+        # loop's epilogue runs apart from its prologue.
+        store_tile += NUM_SMS
+        pid_m, pid_n = _tile_coords(store_tile, num_pid_m, num_pid_n, GROUP_M)
+        c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N], acc.to(c_desc.dtype))
+        scope_end(300)
+
+
+@triton.jit
 def matmul_tma_ws(A, B, C, M, N, K,
                   BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
     a_desc = tl.make_tensor_descriptor(A, shape=[M, K], strides=[K, 1], block_shape=[BLOCK_M, BLOCK_K])
@@ -149,6 +182,18 @@ def matmul_tma(a, b):
     return c
 
 
+def matmul_tma_flat(a, b):
+    c, M, N, K = _output(a, b)
+    bm, bn, bk = BLOCKS["BLOCK_M"], BLOCKS["BLOCK_N"], BLOCKS["BLOCK_K"]
+    descs = (TensorDescriptor.from_tensor(a, [bm, bk]), TensorDescriptor.from_tensor(b, [bn, bk]),
+             TensorDescriptor.from_tensor(c, [bm, bn]))
+    num_sms = _num_sms(a.device)
+    matmul_tma_persistent_flat[(min(num_sms, _tiles(M, N)),)](*descs, M, N, K, **BLOCKS, GROUP_M=GROUP_M,
+                                                               NUM_SMS=num_sms, num_warps=PERSISTENT_WARPS,
+                                                               num_stages=NUM_STAGES)
+    return c
+
+
 def matmul_descriptor(a, b):
     c, M, N, K = _output(a, b)
     triton.set_allocator(_scratch)
@@ -188,6 +233,13 @@ def _persistent_events(device):
 
 def tma_workload(device) -> Workload:
     return _workload(device, matmul_tma, _persistent_events(device))
+
+
+def flat_workload(device) -> Workload:
+    # One "tile" instance (a start and an end) per tile of the program.
+    tiles, num_sms = _tiles(M, N), _num_sms(device)
+    return _workload(device, matmul_tma_flat,
+                     lambda warps: np.array([2 * cdiv(tiles - pid, num_sms) for pid in warps.block_x]))
 
 
 def descriptor_workload(device) -> Workload:

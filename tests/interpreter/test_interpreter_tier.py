@@ -1,9 +1,9 @@
 """The interpreter tier: markers record host time per program instance (run by
-tests/test_interpreter_tier.py in a process started with TRITON_INTERPRET=1)."""
+tests/test_interpreter_process.py in a process started with TRITON_INTERPRET=1)."""
 import pytest
 import torch
 
-import attention
+from examples import attention
 from gwatch_nb import NoMatchingKernelError, do_trace, interpreter
 
 

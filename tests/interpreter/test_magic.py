@@ -1,5 +1,5 @@
 """The %%gwatch magic in a real IPython shell, on the interpreter tier (run by
-tests/test_interpreter_tier.py in a process started with TRITON_INTERPRET=1)."""
+tests/test_interpreter_process.py in a process started with TRITON_INTERPRET=1)."""
 import pytest
 
 IPython = pytest.importorskip("IPython")
@@ -23,7 +23,7 @@ value
 def shell():
     shell = InteractiveShell.instance()
     shell.run_cell("%load_ext gwatch_nb", store_history=False)
-    import attention
+    from examples import attention
     torch.manual_seed(0)
     q, k, v = (torch.randn(1, 2, 128, 64, dtype=torch.float16) for _ in range(3))
     shell.user_ns.update(attention=attention, q=q, k=k, v=v)

@@ -111,6 +111,13 @@ def parse_args(argv=None):
     return args
 
 
+def report_title(args) -> str:
+    """What was traced, as the report's title."""
+    causal = ", causal" if args.causal else ""
+    return (f"Attention forward (attn_fwd): batch {args.batch}, {args.heads} heads, context {args.n_ctx}, "
+            f"head dim {args.head_dim}{causal}")
+
+
 def main(argv=None) -> None:
     args = parse_args(argv)
     device, dtype = ("cuda", torch.float16) if ON_GPU else ("cpu", torch.float32)
@@ -125,7 +132,7 @@ def main(argv=None) -> None:
 
     section = Section_IntraKernelTrace()
     section.add_run(result)
-    report = File(title="Xtrace")
+    report = File(title=report_title(args))
     report.add_section(section)
     report.render(args.report)
     print(f"{result} (max abs error {error:.2e})")

@@ -1,6 +1,7 @@
 """A real JupyterLab server on localhost, a Chromium page that can reach nothing else, and
 a copy of the demo notebook to run: shared by the notebook and JupyterLab tests."""
 import contextlib
+import json
 import os
 import shutil
 import socket
@@ -10,9 +11,9 @@ import time
 import urllib.request
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-CHROMIUM = os.environ.get("GWATCH_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+from .browser import require_browser
+
+ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "gwatch-test"
 
 
@@ -20,9 +21,7 @@ def require_lab_browser():
     """Skip the calling test module, with the reason, unless Chromium, playwright, JupyterLab,
     anywidget and nbformat are all here; returns (playwright.sync_api, nbformat)."""
     import pytest
-    if not (os.path.exists(CHROMIUM) or shutil.which(CHROMIUM)):
-        pytest.skip(f"browser tests need Chromium at {CHROMIUM} (apt-get install chromium)", allow_module_level=True)
-    sync_api = pytest.importorskip("playwright.sync_api", reason="browser tests need playwright (pip install playwright)")
+    sync_api = require_browser()
     pytest.importorskip("jupyterlab", reason="this test needs JupyterLab (pip install jupyterlab)")
     pytest.importorskip("anywidget", reason="the widget needs anywidget (pip install anywidget)")
     return sync_api, pytest.importorskip("nbformat", reason="this test needs nbformat")
@@ -51,8 +50,9 @@ def _free_port() -> int:
 
 
 @contextlib.contextmanager
-def lab_server(root: Path, env: dict | None = None):
-    """JupyterLab serving ``root`` on a free localhost port; yields its base URL."""
+def lab_server(root: Path, env: dict | None = None, theme: str | None = None):
+    """JupyterLab serving ``root`` on a free localhost port, in ``theme`` (e.g. "JupyterLab
+    Dark"; default its own); yields its base URL."""
     # No "news?" prompt over the notebook.
     (root / ".config" / "labconfig").mkdir(parents=True)
     (root / ".config" / "labconfig" / "page_config.json").write_text(
@@ -61,6 +61,10 @@ def lab_server(root: Path, env: dict | None = None):
     tracker = root / ".config" / "lab" / "user-settings" / "@jupyterlab" / "notebook-extension"
     tracker.mkdir(parents=True)
     (tracker / "tracker.jupyterlab-settings").write_text('{"windowingMode": "none"}')
+    if theme:
+        themes = root / ".config" / "lab" / "user-settings" / "@jupyterlab" / "apputils-extension"
+        themes.mkdir(parents=True)
+        (themes / "themes.jupyterlab-settings").write_text(json.dumps({"theme": theme}))
     port = _free_port()
     env = {**(env or os.environ), "JUPYTER_CONFIG_DIR": str(root / ".config"),
            "JUPYTERLAB_SETTINGS_DIR": str(root / ".config" / "lab" / "user-settings"),

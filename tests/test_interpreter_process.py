@@ -7,9 +7,13 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
+@pytest.mark.skipif(os.environ.get("TRITON_INTERPRET") == "1",
+                    reason="TRITON_INTERPRET=1 is set: tests/interpreter runs in this process")
 def test_interpreter_suite():
     env = dict(os.environ, TRITON_INTERPRET="1")
     done = subprocess.run([sys.executable, "-m", "pytest", os.path.join(HERE, "interpreter"), "-q",

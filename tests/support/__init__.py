@@ -1,0 +1,1 @@
+"""Helpers the tests share: synthetic traces, the browser harness, a JupyterLab server."""
