@@ -273,20 +273,23 @@ class Comparison:
 
     def to_dict(self, scopes: Sequence[str] | None = None) -> dict:
         """Everything as JSON-ready values (NaN becomes None); ``scopes`` limits the scope tables."""
+        def chosen(table: pd.DataFrame) -> pd.DataFrame:
+            return table[table["scope"].isin(scopes)] if scopes is not None and "scope" in table else table
+
         def records(table: pd.DataFrame) -> list[dict]:
-            if scopes is not None and "scope" in table:
-                table = table[table["scope"].isin(scopes)]
-            return [{k: _plain(v) for k, v in row.items()} for row in table.to_dict("records")]
+            return [{k: _plain(v) for k, v in row.items()} for row in chosen(table).to_dict("records")]
+
+        verdicts = [v for table in (chosen(self.df), self.kernel) for v in table["verdict"] if isinstance(v, str)]
 
         return {"labels": self.labels, "level": self.level, "resamples": self.resamples, "seed": self.seed,
                 "interval": "percentile bootstrap over warps (kernel measures: over launches, SMs or warps)",
-                "notes": self.notes, "verdicts": self.verdicts, "scopes": records(self.df),
+                "notes": self.notes, "verdicts": verdicts, "scopes": records(self.df),
                 "kernel": records(self.kernel), "roles": records(self.roles), "iterations": records(self.iterations),
                 "sms": records(self.sms)}
 
     def __repr__(self) -> str:
         from .compare_text import format_text
-        return format_text(self.to_dict(), width=100)
+        return format_text(self.to_dict())
 
     def _repr_html_(self) -> str:
         from .compare_html import tables_html
