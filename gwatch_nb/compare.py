@@ -291,9 +291,14 @@ class Comparison:
         from .compare_text import format_text
         return format_text(self.to_dict())
 
-    def _repr_html_(self) -> str:
-        from .compare_html import tables_html
-        return tables_html(self)
+    def _ipython_display_(self) -> None:
+        from .compare_widget import display_comparison
+        display_comparison(self)
+
+    def widget(self, **kw):
+        """The runs' timelines stacked on one time axis, zoom and pan in step (a Jupyter widget)."""
+        from .compare_widget import CompareWidget
+        return CompareWidget(self, **kw)
 
     def charts(self):
         """The overlaid distributions and per-iteration trends, as one altair chart."""
