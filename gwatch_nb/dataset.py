@@ -139,6 +139,7 @@ def connect(source, memory_limit: str = "1GB", threads: int | None = None, temp_
     connection = duckdb.connect(config={"memory_limit": memory_limit,
                                         **({"threads": threads} if threads else {}),
                                         **({"temp_directory": temp_directory} if temp_directory else {})})
+    connection.execute("SET enable_progress_bar = false")  # a query's result is the only output
     for table in TABLES:
         try:
             files = _files(source, table)
