@@ -41,14 +41,19 @@ def _names(text: str) -> list[str]:
 
 
 def _runs(paths: list[str]) -> list[tuple[str, object]]:
-    """(label, trace) for every run of every file, labelled by file (and section, run)."""
+    """(label, trace) for every run of every file: a file of one run is named by the file,
+    a report's runs by their section (and run number), after the file if there are several."""
     runs = []
     for path in paths:
         report = load_report(path)
         found = list(report.runs())
         name = os.path.basename(path)
-        for s, r, _, trace in found:
-            runs.append((name if len(found) == 1 else f"{name} {s + 1}.{r + 1}", trace))
+        for s, r, section, trace in found:
+            if len(found) == 1:
+                runs.append((name, trace))
+                continue
+            label = section.title if len(section.runs) == 1 else f"{section.title} · run {r + 1}"
+            runs.append((f"{name}: {label}" if len(paths) > 1 else label, trace))
     return runs
 
 

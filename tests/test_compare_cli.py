@@ -47,10 +47,15 @@ def test_json_holds_the_tables_and_scope_limits_them(capsys):
 
 def test_a_report_adds_each_of_its_runs(tmp_path, capsys):
     path = tmp_path / "sweep.json"
-    Report("sweep", [Section("attention", [gwatch_nb.load(SMALL), gwatch_nb.load(SMALL)])]).render(path)
+    Report("sweep", [Section("BLOCK_N=64", [gwatch_nb.load(SMALL), gwatch_nb.load(SMALL)]),
+                     Section("BLOCK_N=128", [gwatch_nb.load(LARGE)])]).render(path)
     document = diff_json(capsys, path)
-    assert document["labels"] == ["sweep.json 1.1", "sweep.json 1.2"]
-    assert document["verdicts"] == []
+    assert document["labels"] == ["BLOCK_N=64 · run 1", "BLOCK_N=64 · run 2", "BLOCK_N=128"]
+    same = [r for r in document["scopes"] if r["run"] == "BLOCK_N=64 · run 2"]
+    assert same and all(r["change"] == 0 and r["verdict"] is None for r in same)
+    assert any(v.endswith(")") and "in BLOCK_N=128 than in BLOCK_N=64 · run 1" in v for v in document["verdicts"])
+    document = diff_json(capsys, SMALL, path)
+    assert document["labels"][0] == "attention_h200.json" and document["labels"][1] == "sweep.json: BLOCK_N=64 · run 1"
 
 
 @pytest.mark.parametrize("args, message", [
