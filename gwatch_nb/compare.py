@@ -16,7 +16,8 @@ import numpy as np
 import pandas as pd
 
 from .analysis import warp_activity
-from .compare_stats import LEVEL, MIN_UNITS, RESAMPLES, SEED, Change, compare_units, ratio_mean, verdict
+from .compare_stats import (LEVEL, MIN_UNITS, RESAMPLES, SEED, Change, compare_groups, compare_units, ratio_mean,
+                            verdict)
 from .trace import Trace
 
 WARP_KEYS = ["launch", "block_x", "block_y", "block_z", "warp"]
@@ -54,11 +55,33 @@ class _Run:
     def scope_ids(self) -> dict[int, str]:
         return {int(s): self.trace.scope_name(s) for s in np.unique(self.df["scope_id"].to_numpy())}
 
-    def units(self, by: list[str]) -> pd.DataFrame:
-        """Per warp and ``by`` group: the durations' sum and count (the bootstrap's units)."""
-        keys = list(dict.fromkeys([*by, *WARP_KEYS]))  # a warp role groups by "warp" itself
-        grouped = self.df.groupby(keys, observed=True, sort=False)["duration_ns"]
-        return pd.DataFrame({"sum": grouped.sum(), "count": grouped.size()}).reset_index()
+    @functools.cached_property
+    def warp_of_row(self) -> tuple[np.ndarray, int]:
+        """Each instance's warp (unit) index, and how many warps have instances."""
+        codes = self.df.groupby(WARP_KEYS, observed=True, sort=False).ngroup().to_numpy()
+        return codes, int(codes.max()) + 1 if len(codes) else 0
+
+    def unit_matrix(self, by: list[str], keys: list[tuple]) -> tuple[np.ndarray, np.ndarray]:
+        """(sums, counts) of instance durations per warp × group, the groups being ``keys``
+        (values of the ``by`` columns); instances of other groups are left out."""
+        warp, warps = self.warp_of_row
+        code = np.zeros(len(self.df), np.int64)
+        for column in by:  # one integer per row for its values of ``by``, the same for the keys
+            values = self.df[column].to_numpy().astype(np.int64)
+            code = code * (1 << 31) + values
+        wanted = np.zeros(len(keys), np.int64)
+        for i in range(len(by)):
+            wanted = wanted * (1 << 31) + np.array([k[i] for k in keys], np.int64)
+        order = np.argsort(wanted)
+        position = np.searchsorted(wanted[order], code)
+        found = position < len(keys)
+        found[found] &= wanted[order][position[found]] == code[found]
+        column_of_row = order[position[found]]
+        flat = warp[found] * len(keys) + column_of_row
+        size = warps * len(keys)
+        sums = np.bincount(flat, weights=self.df["duration_ns"].to_numpy()[found], minlength=size)
+        counts = np.bincount(flat, minlength=size).astype(np.float64)
+        return sums.reshape(warps, len(keys)), counts.reshape(warps, len(keys))
 
 
 def _unnamed(scope_id: int, name: str) -> bool:
@@ -168,12 +191,22 @@ class Comparison:
 
     # ------------------------------------------------------------ tables
 
+    def _unit_matrices(self, by: list[str], groups: list[list[tuple]]) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Per run, (sums, counts) of durations, warps × groups; ``groups[r]`` lists run r's
+        group keys (values of the ``by`` columns) in table order."""
+        return [run.unit_matrix(by, keys) for run, keys in zip(self.runs, groups)]
+
+    def _changes(self, table: str, matrices: list[tuple[np.ndarray, np.ndarray]]) -> list[list[Change]]:
+        """Per run after the baseline, the Change of every group against the baseline's."""
+        return [[]] + [compare_groups(f"{table}/{self.labels[r]}", matrices[0], matrices[r], self.resamples,
+                                      self.level, self.seed) for r in range(1, len(self.runs))]
+
     def _scope_table(self) -> pd.DataFrame:
+        groups = [[(m[s],) for s in self.scopes] for m in self.matches]
+        changes = self._changes("scope", self._unit_matrices(["scope_id"], groups))
         rows = []
-        units = [run.units(["scope_id"]) for run in self.runs]
-        for sid in self.scopes:
+        for g, sid in enumerate(self.scopes):
             name = self.scope_name(sid)
-            base_units = units[0][units[0]["scope_id"] == sid]
             base_p50 = None
             for r, run in enumerate(self.runs):
                 rid = self.matches[r][sid]
@@ -187,41 +220,37 @@ class Comparison:
                     base_p50 = p50
                     row.update(p50_change=np.nan, **self._blank())
                 else:
-                    mine = units[r][units[r]["scope_id"] == rid]
-                    change = self._change(f"scope/{name}/{run.label}", (base_units["sum"], base_units["count"]),
-                                          (mine["sum"], mine["count"]))
                     row.update(p50_change=p50 / base_p50 - 1 if base_p50 else np.nan,
-                               **self._change_columns(change, name, r))
+                               **self._change_columns(changes[r][g], name, r))
                 rows.append(row)
         return pd.DataFrame(rows, columns=SCOPE_COLUMNS)
 
     def _grouped_table(self, column: str, title: str) -> pd.DataFrame:
         """Per matched scope and value of ``column`` (seq or warp) shared by every run."""
-        units = [run.units(["scope_id", column]) for run in self.runs]
-        rows = []
+        present = [run.df.groupby(["scope_id", column], observed=True).size() for run in self.runs]
+        shared = {}
         for sid in self.scopes:
-            name = self.scope_name(sid)
-            per_run = [u[u["scope_id"] == self.matches[r][sid]] for r, u in enumerate(units)]
-            values = [set(p[column].unique()) for p in per_run]
-            shared = sorted(set.intersection(*values))
-            left_out = sorted(set.union(*values) - set(shared))
+            values = [set(p.loc[self.matches[r][sid]].index) if self.matches[r][sid] in p.index.get_level_values(0)
+                      else set() for r, p in enumerate(present)]
+            shared[sid] = sorted(set.intersection(*values))
+            left_out = sorted(set.union(*values) - set(shared[sid]))
             if left_out:
-                self.notes.append(f"{name}: {title} {_ranges(left_out)} not in every run, left out of the "
-                                  f"{title} comparison")
-            groups = [{k: g for k, g in p.groupby(column)} for p in per_run]
-            for value in shared:
-                base = groups[0][value]
-                for r, run in enumerate(self.runs):
-                    mine = groups[r][value]
-                    row = {"scope": name, title: int(value), "run": run.label, "count": int(mine["count"].sum()),
-                           "mean_ns": float(mine["sum"].sum() / mine["count"].sum())}
-                    if r == 0:
-                        row.update(self._blank())
-                    else:
-                        change = self._change(f"{title}/{name}/{value}/{run.label}", (base["sum"], base["count"]),
-                                              (mine["sum"], mine["count"]))
-                        row.update(self._change_columns(change, f"{name} {title} {value}", r))
-                    rows.append(row)
+                self.notes.append(f"{self.scope_name(sid)}: {title} {_ranges(left_out)} not in every run, left out "
+                                  f"of the {title} comparison")
+        keys = [(sid, value) for sid in self.scopes for value in shared[sid]]
+        groups = [[(m[sid], value) for sid, value in keys] for m in self.matches]
+        matrices = self._unit_matrices(["scope_id", column], groups)
+        changes = self._changes(title, matrices)
+        rows = []
+        for g, (sid, value) in enumerate(keys):
+            name = self.scope_name(sid)
+            for r, run in enumerate(self.runs):
+                sums, counts = matrices[r]
+                row = {"scope": name, title: int(value), "run": run.label, "count": int(counts[:, g].sum()),
+                       "mean_ns": float(sums[:, g].sum() / counts[:, g].sum())}
+                row.update(self._blank() if r == 0 else self._change_columns(changes[r][g], f"{name} {title} {value}",
+                                                                             r))
+                rows.append(row)
         return pd.DataFrame(rows, columns=["scope", title, "run", "count", "mean_ns", *CHANGE_COLUMNS])
 
     def _kernel_units(self, run: _Run) -> dict[str, tuple[np.ndarray, np.ndarray]]:

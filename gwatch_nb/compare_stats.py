@@ -55,38 +55,54 @@ def ratio_mean(sums: np.ndarray, counts: np.ndarray) -> float:
 
 
 def _resampled_means(sums: np.ndarray, counts: np.ndarray, rng: np.random.Generator, resamples: int) -> np.ndarray:
+    """Resamples × groups: each resample draws the units with replacement (as weights, so
+    every group of a table is resampled with the same draw in one matrix product)."""
     n = len(sums)
-    out = np.empty(resamples)
+    out = np.empty((resamples, sums.shape[1]))
     for first in range(0, resamples, _CHUNK):
         size = min(_CHUNK, resamples - first)
-        picks = rng.integers(0, n, (size, n))
-        total = counts[picks].sum(axis=1)
-        out[first:first + size] = np.divide(sums[picks].sum(axis=1), total, out=np.full(size, np.nan),
+        picks = rng.integers(0, n, (size, n)) + np.arange(size)[:, None] * n
+        weights = np.bincount(picks.ravel(), minlength=size * n).reshape(size, n).astype(np.float64)
+        total = weights @ counts
+        out[first:first + size] = np.divide(weights @ sums, total, out=np.full(total.shape, np.nan),
                                             where=total != 0)
     return out
 
 
-def compare_units(key: str, a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray],
-                  resamples: int = RESAMPLES, level: float = LEVEL, seed: int = SEED) -> Change:
-    """Compare the ratio-of-sums mean of run b's units with run a's.
+def compare_groups(key: str, a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray],
+                   resamples: int = RESAMPLES, level: float = LEVEL, seed: int = SEED) -> list[Change]:
+    """Compare run b with run a for every group (column) of a table at once.
 
-    ``a`` and ``b`` are (sums, counts) per unit; ``key`` names the measure and seeds its
-    random stream, so the interval does not depend on what else is compared."""
-    sums_a, counts_a = (np.asarray(x, np.float64) for x in a)
-    sums_b, counts_b = (np.asarray(x, np.float64) for x in b)
-    mean_a, mean_b = ratio_mean(sums_a, counts_a), ratio_mean(sums_b, counts_b)
-    change = mean_b / mean_a - 1 if mean_a else float("nan")
-    low = high = float("nan")
-    if min(len(sums_a), len(sums_b)) >= MIN_UNITS and mean_a:
+    ``a`` and ``b`` are (sums, counts) matrices of units × groups: a unit (a warp) without
+    instances of a group has 0 and 0 there. ``key`` names the table and seeds its random
+    stream: a group's interval depends on its own data and the key, never on which other
+    groups are compared beside it."""
+    sums_a, counts_a = (np.asarray(x, np.float64).reshape(len(x), -1) for x in a)
+    sums_b, counts_b = (np.asarray(x, np.float64).reshape(len(x), -1) for x in b)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mean_a, mean_b = sums_a.sum(0) / counts_a.sum(0), sums_b.sum(0) / counts_b.sum(0)
+        change = mean_b / mean_a - 1
+    groups = sums_a.shape[1]
+    low, high = np.full(groups, np.nan), np.full(groups, np.nan)
+    if min(len(sums_a), len(sums_b)) >= MIN_UNITS:
         rng = np.random.default_rng([seed, zlib.crc32(key.encode())])
         boot_a = _resampled_means(sums_a, counts_a, rng, resamples)
         boot_b = _resampled_means(sums_b, counts_b, rng, resamples)
-        ratios = boot_b / boot_a - 1
-        ratios = ratios[np.isfinite(ratios)]
-        if len(ratios):
-            tail = (1 - level) / 2 * 100
-            low, high = (float(v) for v in np.percentile(ratios, [tail, 100 - tail]))
-    return Change(mean_a, mean_b, change, low, high, len(sums_a), len(sums_b))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratios = boot_b / boot_a - 1
+        ratios[~np.isfinite(ratios)] = np.nan
+        tail = (1 - level) / 2 * 100
+        usable = np.isfinite(mean_a) & (mean_a != 0) & ~np.all(np.isnan(ratios), axis=0)
+        if usable.any():
+            low[usable], high[usable] = np.nanpercentile(ratios[:, usable], [tail, 100 - tail], axis=0)
+    return [Change(float(mean_a[g]), float(mean_b[g]), float(change[g]), float(low[g]), float(high[g]),
+                   len(sums_a), len(sums_b)) for g in range(groups)]
+
+
+def compare_units(key: str, a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray],
+                  resamples: int = RESAMPLES, level: float = LEVEL, seed: int = SEED) -> Change:
+    """Compare the ratio-of-sums mean of run b's units with run a's (one group)."""
+    return compare_groups(key, a, b, resamples, level, seed)[0]
 
 
 #: How a measure's rise and fall read in words.

@@ -11,7 +11,7 @@ import pytest
 import gwatch_nb
 from conftest import FIXTURES
 from gwatch_nb.compare import compare, match_scopes
-from gwatch_nb.compare_stats import compare_units
+from gwatch_nb.compare_stats import compare_groups, compare_units
 from test_perfetto import synthetic_trace
 
 WARP = ["launch", "block_x", "block_y", "block_z", "warp"]
@@ -113,9 +113,13 @@ def test_intervals_are_deterministic_and_independent_of_what_else_is_compared(at
     assert first[["ci_low", "ci_high"]].equals(again[["ci_low", "ci_high"]])
     other_seed = compare(a, b, seed=1).df
     assert not first["ci_low"].equals(other_seed["ci_low"])
-    sums, counts = np.arange(1.0, 11.0), np.ones(10)
-    assert compare_units("k", (sums, counts), (sums * 2, counts)) == compare_units("k", (sums, counts),
-                                                                                    (sums * 2, counts))
+    # A group's interval is the same whether or not other groups are bootstrapped beside it.
+    rng = np.random.default_rng(5)
+    sums, counts = rng.integers(50, 150, (40, 3)).astype(float), rng.integers(1, 4, (40, 3)).astype(float)
+    together = compare_groups("k", (sums, counts), (sums * 1.5, counts))
+    alone = compare_groups("k", (sums[:, :1], counts[:, :1]), (sums[:, :1] * 1.5, counts[:, :1]))
+    assert together[0] == alone[0] and together[0].change == pytest.approx(0.5) and together[0].excludes_zero
+    assert compare_units("k", (sums[:, 0], counts[:, 0]), (sums[:, 0] * 1.5, counts[:, 0])) == alone[0]
 
 
 def test_three_runs_compare_each_with_the_first(attention):
