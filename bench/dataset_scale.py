@@ -4,11 +4,11 @@ The real H200 fixtures (attention_4k_h200.json, matmul_cold_h200.json), each til
 a launch of ~2.1 M scope instances (tiled_trace.py), are replicated as shifted launches:
 launch k is the real launch with its index set to k and every time shifted by a few ns
 (so no two launches compress to the same pages). Two runs of --launches/2 launches each:
-100 launches and 214 M instances by default. The dataset is written with the same tables
+100 launches and 213 M instances by default. The dataset is written with the same tables
 as Trace.to_parquet (gwatch_nb.dataset.tables), then each query runs in a fresh process
 under DuckDB's memory limit, and its wall time and peak resident memory are printed.
 
-    python bench/dataset_scale.py [--launches 100] [--copies 8] [--memory-limit 1GB] [--dir D] [--keep]"""
+    python bench/dataset_scale.py [--launches 100] [--copies 8] [--memory-limit 1GB] [--dir D] [--keep] [--reuse]"""
 from __future__ import annotations
 
 import argparse
@@ -39,16 +39,21 @@ QUERIES = {
                      "JOIN launches l USING (run, launch) GROUP BY ALL",
 }
 
-# Runs in a fresh process: one query, then its wall time, peak RSS (and the RSS the imports
-# alone took, before the query) and result size as JSON.
+# Runs in a fresh process: one query, then its wall time, peak resident memory (and that of
+# the imports alone, before the query) and result size as JSON. The peak is the process's
+# VmHWM: ru_maxrss would carry over the parent's peak across fork and exec.
 _ONE_QUERY = """
-import json, resource, sys, time
+import json, sys, time
 import gwatch_nb, gwatch_nb.dataset, duckdb, pyarrow, pandas
-before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+def peak_mib():
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmHWM:")) / 1024
+
+before = peak_mib()
 began = time.perf_counter()
 result = gwatch_nb.query(sys.argv[1], sys.argv[2], memory_limit=sys.argv[3], temp_directory=sys.argv[4])
-print(json.dumps({"seconds": time.perf_counter() - began, "rows": len(result),
-                  "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+print(json.dumps({"seconds": time.perf_counter() - began, "rows": len(result), "peak_rss_mb": peak_mib(),
                   "import_rss_mb": before}))
 """
 
@@ -95,20 +100,28 @@ def main():
     parser.add_argument("--memory-limit", default="1GB")
     parser.add_argument("--dir", help="where to write the dataset (default: a temporary folder)")
     parser.add_argument("--keep", action="store_true", help="keep the dataset afterwards")
+    parser.add_argument("--reuse", action="store_true", help="query the dataset already in --dir (kept with --keep)")
     args = parser.parse_args()
     directory = args.dir or tempfile.mkdtemp(prefix="gwatch-dataset-")
     spill = tempfile.mkdtemp(prefix="gwatch-spill-")
     try:
-        instances, seconds = build(directory, args.launches, args.copies)
+        if args.reuse:
+            import gwatch_nb
+            counts = gwatch_nb.query(directory, "SELECT count(*) AS n, count(DISTINCT (run, launch)) AS launches "
+                                                "FROM instances")
+            instances, launches, written = int(counts["n"][0]), int(counts["launches"][0]), "reused"
+        else:
+            (instances, seconds), launches = build(directory, args.launches, args.copies), args.launches
+            written = f"written in {seconds:.0f} s"
         size = sum(os.path.getsize(os.path.join(root, f)) for root, _, files in os.walk(directory) for f in files)
-        print(f"dataset: {args.launches} launches, {instances:,} scope instances, {size / 2**30:.2f} GiB on disk, "
-              f"written in {seconds:.0f} s")
+        print(f"dataset: {launches} launches, {instances:,} scope instances, {size / 2**30:.2f} GiB on disk, {written}")
         print(f"queries through DuckDB, memory_limit={args.memory_limit}, {os.cpu_count()} cores:")
         for title, sql in QUERIES.items():
             done = subprocess.run([sys.executable, "-c", _ONE_QUERY, directory, sql, args.memory_limit, spill],
                                   capture_output=True, text=True)
             if done.returncode:
-                print(f"  {title}: failed: {done.stderr.strip().splitlines()[-1]}")
+                lines = done.stderr.strip().splitlines()
+                print(f"  {title}: failed: {next((l for l in lines if 'Error' in l), lines[-1])}")
                 continue
             figures = json.loads(done.stdout.strip().splitlines()[-1])
             print(f"  {title}: {figures['seconds']:.1f} s, peak RSS {figures['peak_rss_mb']:.0f} MiB "
