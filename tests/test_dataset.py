@@ -2,6 +2,7 @@
 queried through DuckDB with the answers pandas gives on the same traces."""
 import os
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -10,6 +11,7 @@ pytest.importorskip("duckdb", reason="dataset queries need duckdb (pip install '
 
 import gwatch_nb  # noqa: E402
 from conftest import FIXTURES  # noqa: E402
+from gwatch_nb.dataset import scope_quantiles_sql  # noqa: E402
 
 SMALL = os.path.join(FIXTURES, "attention_h200.json")
 LARGE = os.path.join(FIXTURES, "attention_4k_h200.json")
@@ -61,6 +63,13 @@ def test_queries_answer_as_pandas_does(traces, dataset):
         for scope, row in expected.iterrows():
             assert (got.loc[scope, "n"], got.loc[scope, "p50"], got.loc[scope, "total"]) == (
                 row["size"], row["median"], row["sum"])
+    exact = gwatch_nb.query(dataset, scope_quantiles_sql((0.5, 0.95)), memory_limit="200MB").set_index(["run", "scope"])
+    for run, trace in zip(("N=1024", "N=4096"), traces):
+        for scope, durations in trace.df.groupby("scope", observed=True)["duration_ns"]:
+            row = exact.loc[(run, scope)]
+            assert row["count"] == len(durations)
+            assert row["p50_ns"] == np.quantile(durations, 0.5, method="inverted_cdf")
+            assert row["p95_ns"] == np.quantile(durations, 0.95, method="inverted_cdf")
     joined = gwatch_nb.query(dataset, "SELECT l.run, max(i.end_ns) <= max(l.duration_ns) AS inside FROM instances i "
                                       "JOIN launches l USING (run, launch) GROUP BY l.run")
     assert joined["inside"].all() and len(joined) == 2
