@@ -5,7 +5,7 @@ import pytest
 
 pytestmark = pytest.mark.browser
 
-from test_browser import AXIS, CHROMIUM, COLOUR_SCAN, GUTTER, Session, _rgb, browser, session, sync_api  # noqa: E402,F401
+from test_browser import AXIS, COLOUR_SCAN, GUTTER, _rgb, browser, session  # noqa: E402,F401 (fixtures)
 
 import gwatch_nb  # noqa: E402
 from conftest import FIXTURES  # noqa: E402
@@ -26,9 +26,9 @@ RIGHTMOST = """([canvas, colours]) => {
 
 
 # A checksum of the axis strip right of the gutter, and how many of its pixels are not background.
-AXIS_STRIP = """([canvas, axis]) => {
+AXIS_STRIP = """([canvas, axis, gutter]) => {
   const dpr = canvas.width / canvas.clientWidth;
-  const x0 = Math.round(180 * dpr);
+  const x0 = Math.round(gutter * dpr);
   const { data } = canvas.getContext('2d').getImageData(x0, 0, canvas.width - x0, Math.round(axis * dpr));
   let sum = 0, inked = 0;
   for (let i = 0; i < data.length; i += 4) {
@@ -93,7 +93,7 @@ def test_both_runs_are_drawn_on_one_time_axis(session, runs, page_path):
         for name, entry in zip(names, found):
             assert name == "load_kv" or entry["count"] > 50, f"{name} is not drawn"
     # One time axis: the same ticks over both, and nothing drawn past a run's last instance.
-    axes = [session.page.evaluate(AXIS_STRIP, [c, AXIS]) for c in canvases]
+    axes = [session.page.evaluate(AXIS_STRIP, [c, AXIS, GUTTER]) for c in canvases]
     assert axes[0] == axes[1] and axes[0]["inked"] > 100
     start_ns, ns_per_px = _window(root)
     ends = [session.page.evaluate(RIGHTMOST, [c, [list(x) for x in _colours(t)]]) for t, c in zip(runs, canvases)]
