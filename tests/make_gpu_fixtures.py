@@ -1,11 +1,12 @@
 """Trace the example kernels on a GPU and write archives for the CPU tests.
 
-    python tests/make_gpu_fixtures.py OUT_DIR
+    python tests/make_gpu_fixtures.py OUT_DIR [--comparisons-only]
 
 Besides one trace per example, two sets for comparisons: the same attention kernel at
 BLOCK_N=64 and BLOCK_N=128 (five launches each, so kernel measures get an interval), and
 a sweep of the configurations an autotuner of that kernel would try, one report section
 per configuration (``gwatch diff attention_sweep_h200.json`` compares them all)."""
+import argparse
 import functools
 import os
 import sys
@@ -60,9 +61,12 @@ def comparison_fixtures(out_dir: str) -> None:
     print(f"{os.path.basename(path)}: {len(SWEEP)} configurations, {os.path.getsize(path) / 1e6:.2f} MB")
 
 
-def main(out_dir: str) -> None:
+def main(out_dir: str, comparisons_only: bool = False) -> None:
     os.makedirs(out_dir, exist_ok=True)
     torch.manual_seed(0)
+    if comparisons_only:  # leave the other fixtures, whose exact figures tests check, as they are
+        comparison_fixtures(out_dir)
+        return
     a = torch.randn(1024, 1024, device="cuda", dtype=torch.float16)
     b = torch.randn(1024, 1024, device="cuda", dtype=torch.float16)
     q, k, v = (torch.randn(1, 4, 1024, 64, device="cuda", dtype=torch.float16) for _ in range(3))
@@ -91,4 +95,9 @@ def main(out_dir: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out_dir")
+    parser.add_argument("--comparisons-only", action="store_true",
+                        help="only the comparison fixtures (attention at two BLOCK_N, the configuration sweep)")
+    arguments = parser.parse_args()
+    main(arguments.out_dir, arguments.comparisons_only)
