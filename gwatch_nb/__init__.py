@@ -8,7 +8,7 @@ from .errors import (ArchiveError, CuptiBusyError, CuptiUnavailableError, Gwatch
 from .trace import Trace, TraceWarning
 
 #: Names whose modules need pandas, pyarrow or duckdb: imported when first asked for.
-_LAZY = {"compare": ".compare", "load_many": ".dataset", "query": ".dataset"}
+_LAZY = {"compare": ".comparison", "load_many": ".dataset", "query": ".dataset"}
 
 __all__ = [
     "do_trace", "load", "compare", "load_many", "query", "Trace", "TraceWarning", "GwatchError", "GwatchWarning",

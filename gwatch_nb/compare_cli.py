@@ -58,7 +58,7 @@ def _runs(paths: list[str]) -> list[tuple[str, object]]:
 
 
 def run_diff(args) -> int:
-    from .compare import compare
+    from .comparison import compare
     from .compare_text import format_text
 
     runs = _runs(args.files)

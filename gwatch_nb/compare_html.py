@@ -16,7 +16,7 @@ from .html import _static, format_ns
 from .serializers import embedded_state, script_json, timeline_payload
 
 if TYPE_CHECKING:
-    from .compare import Comparison
+    from .comparison import Comparison
 
 TIMELINE_HEIGHT = 720
 

@@ -12,7 +12,7 @@ from .compare_html import run_colour
 from .serializers import timeline_payload
 
 if TYPE_CHECKING:
-    from .compare import Comparison
+    from .comparison import Comparison
 
 STATIC = Path(__file__).parent / "static"
 

@@ -9,7 +9,7 @@ from test_browser import AXIS, COLOUR_SCAN, GUTTER, _rgb, browser, session  # no
 
 import gwatch_nb  # noqa: E402
 from conftest import FIXTURES  # noqa: E402
-from gwatch_nb.compare import compare  # noqa: E402
+from gwatch_nb import compare  # noqa: E402
 from gwatch_nb.serializers import scope_colours  # noqa: E402
 
 # The rightmost canvas column (CSS px) holding any of the colours.

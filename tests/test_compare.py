@@ -10,7 +10,8 @@ import pytest
 
 import gwatch_nb
 from conftest import FIXTURES
-from gwatch_nb.compare import compare, match_scopes
+from gwatch_nb import compare
+from gwatch_nb.comparison import match_scopes
 from gwatch_nb.compare_stats import compare_groups, compare_units
 from test_perfetto import synthetic_trace
 
@@ -160,6 +161,11 @@ def test_scopes_match_by_name_or_id_and_the_rest_is_listed():
     assert any("only in after, not in before: store" in n for n in cmp.notes)
     matched, notes = match_scopes({7: "7"}, {7: "softmax"})
     assert matched == {7: 7} and "matched by id" in notes[0]
+
+
+def test_the_package_name_stays_the_function():
+    import gwatch_nb.comparison  # noqa: F401  (a submodule import must not shadow the function)
+    assert gwatch_nb.compare is compare and callable(gwatch_nb.compare)
 
 
 def test_bad_arguments_get_one_line_errors(attention):

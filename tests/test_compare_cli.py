@@ -10,7 +10,7 @@ import pytest
 import gwatch_nb
 from conftest import FIXTURES
 from gwatch_nb.cli import main
-from gwatch_nb.compare import compare
+from gwatch_nb import compare
 from gwatch_nb.report import Report, Section
 
 SMALL = os.path.join(FIXTURES, "attention_h200.json")

@@ -9,7 +9,7 @@ pytest.importorskip("altair", reason="comparison views need altair (pip install 
 
 import gwatch_nb  # noqa: E402
 from conftest import FIXTURES  # noqa: E402
-from gwatch_nb.compare import compare  # noqa: E402
+from gwatch_nb import compare  # noqa: E402
 from gwatch_nb.compare_charts import all_charts, changes, distributions, trends  # noqa: E402
 from gwatch_nb.compare_widget import CompareWidget  # noqa: E402
 from test_html import Page  # noqa: E402
