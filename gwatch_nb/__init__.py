@@ -2,15 +2,25 @@
 from ._version import __version__
 from .api import do_trace
 from .errors import (ArchiveError, CuptiBusyError, CuptiUnavailableError, GwatchError, GwatchWarning,
-                     NoGPUError, NoMatchingKernelError, TraceFailedError)
+                     NoGPUError, NoMatchingKernelError, OptionError, TraceFailedError, UnsupportedTritonError)
 from .report import load, load_report
 from .trace import Trace, TraceWarning
 
+#: Names whose modules need pandas, pyarrow or duckdb: imported when first asked for.
+_LAZY = {"compare": ".comparison", "load_many": ".dataset", "query": ".dataset"}
+
 __all__ = [
-    "__version__", "do_trace", "load", "load_report", "Trace", "TraceWarning", "GwatchError", "GwatchWarning",
-    "NoGPUError", "CuptiUnavailableError", "CuptiBusyError", "NoMatchingKernelError", "TraceFailedError",
-    "ArchiveError",
+    "__version__", "do_trace", "load", "load_report", "compare", "load_many", "query", "Trace", "TraceWarning",
+    "GwatchError", "GwatchWarning", "NoGPUError", "CuptiUnavailableError", "CuptiBusyError", "NoMatchingKernelError",
+    "TraceFailedError", "ArchiveError", "OptionError", "UnsupportedTritonError",
 ]
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+        return getattr(importlib.import_module(_LAZY[name], __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def load_ipython_extension(ipython) -> None:

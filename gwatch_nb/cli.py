@@ -11,6 +11,7 @@ import shutil
 import sys
 
 from ._version import __version__
+from .compare_cli import add_diff_command
 from .errors import ArchiveError
 from .outputs import format_of, supported
 from .report import Report, Section, load_report
@@ -106,6 +107,7 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--group-by", choices=("sm", "block"), default="sm",
                         help="Perfetto processes: one per SM (default) or per block; threads are warps")
     export.set_defaults(handler=_export)
+    add_diff_command(commands)
     return parser
 
 

@@ -4,7 +4,6 @@ import base64
 import html
 import json
 import zlib
-from html.parser import HTMLParser
 
 import numpy as np
 import pytest
@@ -17,43 +16,9 @@ from gwatch_nb import serializers  # noqa: E402
 from gwatch_nb.html import render_document  # noqa: E402
 from gwatch_nb.units import format_ns  # noqa: E402
 from gwatch_nb.trace import Trace  # noqa: E402
+from support.pages import Page  # noqa: E402
 
 XSS = "<img src=x onerror=alert(1)>"
-
-
-class Page(HTMLParser):
-    """Elements of interest of a report: ids, references, scripts and anything loaded by URL."""
-
-    def __init__(self, text: str):
-        super().__init__()
-        self.ids, self.timelines, self.charts, self.loads, self.tags = [], [], [], [], []
-        self.json = {}
-        self._script = None
-        self.feed(text)
-
-    def handle_starttag(self, tag, attrs):
-        attrs = dict(attrs)
-        self.tags.append((tag, attrs))
-        if "id" in attrs:
-            self.ids.append(attrs["id"])
-        if "data-gw-timeline" in attrs:
-            self.timelines.append(attrs["data-gw-timeline"])
-        if "data-gw-chart" in attrs:
-            self.charts.append(attrs["data-gw-chart"])
-        for name in ("src", "href", "data", "srcset", "poster", "action"):
-            if name in attrs and not attrs[name].startswith("#"):
-                self.loads.append((tag, name, attrs[name]))
-        if tag == "link":
-            self.loads.append((tag, "link", attrs))
-        self._script = attrs.get("id") if tag == "script" and attrs.get("type") == "application/json" else None
-
-    def handle_data(self, data):
-        if self._script:
-            self.json[self._script] = json.loads(data)
-
-    def handle_endtag(self, tag):
-        if tag == "script":
-            self._script = None
 
 
 @pytest.fixture(scope="module")
