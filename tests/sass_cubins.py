@@ -2,7 +2,13 @@
 tests: `cubins()` maps a case name to its cubin, compiled once per process (Triton's own cache
 keeps them across runs)."""
 import functools
+import os
+import re
+import subprocess
+import tempfile
 from dataclasses import dataclass, field
+
+import triton
 
 import attention
 import corpus
@@ -51,4 +57,30 @@ def cubins() -> dict[str, bytes]:
     return {case.name: compiled(case).asm["cubin"] for case in CASES}
 
 
+BIN = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin")
+PTXAS_12 = os.path.join(BIN, "ptxas")  # CUDA 12.9: the older ELF layout (ABI 7)
 
+
+def tool(name: str) -> str:
+    """Path of a CUDA tool Triton ships (ptxas, ptxas-blackwell, nvdisasm, cuobjdump)."""
+    return os.path.join(BIN, name)
+
+
+def assemble(ptx: str, ptxas: str, arch: str = "sm_90a") -> tuple[bytes, str]:
+    """(cubin, ptxas -v report) of `ptx` assembled as Triton does (-lineinfo)."""
+    with tempfile.TemporaryDirectory() as folder:
+        src, out = os.path.join(folder, "k.ptx"), os.path.join(folder, "k.cubin")
+        with open(src, "w") as f:
+            f.write(ptx)
+        proc = subprocess.run([ptxas, "-v", "-lineinfo", f"-arch={arch}", src, "-o", out], capture_output=True,
+                              text=True, check=True)
+        with open(out, "rb") as f:
+            return f.read(), proc.stdout + proc.stderr
+
+
+@functools.lru_cache(maxsize=None)
+def ptxas12_cubins() -> dict[str, tuple[bytes, str]]:
+    """Case name -> (cubin, ptxas -v report) of its PTX assembled by CUDA 12.9's ptxas (PTX 8.8, the
+    newest it reads: Triton's PTX uses nothing newer)."""
+    return {case.name: assemble(re.sub(r"^\.version \S+", ".version 8.8", compiled(case).asm["ptx"], count=1,
+                                       flags=re.M), PTXAS_12) for case in CASES}
