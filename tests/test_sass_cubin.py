@@ -96,11 +96,6 @@ EXPECTED_AT_OFFSETS = {"EIATTR_EXIT_INSTR_OFFSETS": {"EXIT"}, "EIATTR_ANNOTATION
                        "EIATTR_MBARRIER_INSTR_OFFSETS": {"SYNCS"}}
 
 
-def _offsets(record: C.Attribute) -> list[int]:
-    stride, field = C.OFFSET_FIELDS[record.id]
-    return [struct.unpack_from("<I", record.payload, at + field)[0] for at in range(0, len(record.payload), stride)]
-
-
 def _opcode(instruction: str) -> str:
     words = instruction.split()
     return (words[1] if words[0].startswith("@") else words[0]).split(".")[0]
@@ -115,7 +110,7 @@ def test_offset_attributes_name_the_instructions_they_are_about():
         for record in cubin.attributes(kernel):
             if record.id in C.OFFSET_FIELDS:
                 seen.add(record.name)
-                opcodes = {_opcode(listing[offset]) for offset in _offsets(record)}
+                opcodes = {_opcode(listing[offset]) for offset in record.offsets()}
                 assert opcodes <= EXPECTED_AT_OFFSETS[record.name], (name, record.name, opcodes)
     assert seen == set(EXPECTED_AT_OFFSETS)
 
@@ -178,9 +173,9 @@ def test_with_text_longer_is_accepted_and_mapped(name, where):
     for old, new_record in zip(cubin.attributes(kernel), new.attributes(kernel)):
         assert old.id == new_record.id
         if old.id in C.OFFSET_FIELDS:
-            shifted = [offset + 16 * count if offset >= at else offset for offset in _offsets(old)]
-            assert _offsets(new_record) == shifted
-            assert [new_listing[o] for o in shifted] == [old_listing[o] for o in _offsets(old)]
+            shifted = [offset + 16 * count if offset >= at else offset for offset in old.offsets()]
+            assert new_record.offsets() == shifted
+            assert [new_listing[o] for o in shifted] == [old_listing[o] for o in old.offsets()]
         else:
             assert old == new_record
     if where == "start":  # every instruction moved by the same amount: relative branches still hold

@@ -89,6 +89,11 @@ class Attribute:
     def words(self) -> tuple[int, ...]:
         return struct.unpack(f"<{len(self.payload) // 4}I", self.payload[:len(self.payload) // 4 * 4])
 
+    def offsets(self) -> list[int]:
+        """The instruction offsets an offset-holding attribute names, in order."""
+        stride, field = OFFSET_FIELDS[self.id]
+        return [struct.unpack_from("<I", self.payload, at + field)[0] for at in range(0, len(self.payload), stride)]
+
     def pack(self) -> bytes:
         if self.format == EIFMT_SVAL:
             return bytes((self.format, self.id)) + struct.pack("<H", len(self.payload)) + self.payload
