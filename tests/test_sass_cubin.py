@@ -383,3 +383,76 @@ def test_any_corruption_of_the_headers_is_read_or_refused(sample, data):
         C.Cubin.parse(bytes(corrupt))
     except SassRewriteError as e:
         assert "\n" not in str(e)
+
+
+TWO_KERNELS_PTX = """.version 8.0
+.target sm_90a
+.address_size 64
+.visible .entry first(.param .u64 a, .param .u32 n)
+{
+ .reg .b64 %rd<3>; .reg .b32 %r<3>;
+ ld.param.u64 %rd1, [a];
+ ld.param.u32 %r1, [n];
+ cvta.to.global.u64 %rd2, %rd1;
+ st.global.u32 [%rd2], %r1;
+ ret;
+}
+.visible .entry second(.param .u64 a, .param .u32 n)
+{
+ .reg .b64 %rd<3>; .reg .b32 %r<3>; .reg .pred %p<2>;
+ ld.param.u64 %rd1, [a];
+ ld.param.u32 %r1, [n];
+ cvta.to.global.u64 %rd2, %rd1;
+ setp.eq.u32 %p1, %r1, 0;
+ @%p1 bra DONE;
+ add.u32 %r2, %r1, %r1;
+ st.global.u32 [%rd2], %r2;
+DONE:
+ ret;
+}
+"""
+
+
+def _kernel_listing(data: bytes, kernel: str) -> list[str]:
+    text = _run("nvdisasm", "-c", data=data)
+    section = text.split(f".text.{kernel}:", 1)[1].split("//----", 1)[0]
+    return re.findall(r"/\*[0-9a-f]{4,}\*/\s+(.*?)\s*;", section)
+
+
+def test_a_module_of_two_kernels_keeps_the_other_one():
+    data, _ = sass_cubins.assemble(TWO_KERNELS_PTX, sass_cubins.tool("ptxas-blackwell"))
+    cubin = C.Cubin.parse(data)
+    assert set(cubin.kernels) == {"first", "second"}
+    out = cubin.with_text("first", NOP * 8 + cubin.text("first"), lambda offset: offset + 128)
+    new = C.Cubin.parse(out)
+    assert new.text("second") == cubin.text("second")
+    assert new.attributes("second") == cubin.attributes("second")
+    assert _kernel_listing(out, "second") == _kernel_listing(data, "second")
+    assert _kernel_listing(out, "first") == ["NOP"] * 8 + _kernel_listing(data, "first")
+    assert [r.offsets() for r in new.attributes("first") if r.name == "EIATTR_EXIT_INSTR_OFFSETS"] == \
+        [[o + 128 for o in r.offsets()] for r in cubin.attributes("first") if r.name == "EIATTR_EXIT_INSTR_OFFSETS"]
+
+
+def test_removing_a_section_renumbers_what_names_sections(sample):
+    elf = Elf.parse(sample)
+    gone = elf.index(".rela.debug_line")
+    smaller = Elf.parse(elf.without_section(gone).to_bytes())
+    assert [s.name for s in smaller.sections] == [s.name for k, s in enumerate(elf.sections) if k != gone]
+    by_name = {s.name: k for k, s in enumerate(smaller.sections)}
+    for k, s in enumerate(smaller.sections):
+        original = elf.sections[elf.index(s.name)]
+        assert smaller.sections[s.link].name == elf.sections[original.link].name if s.link else original.link == 0
+        if s.info_is_section and s.info:
+            assert smaller.sections[s.info].name == elf.sections[original.info].name
+        if s.type != 8:
+            assert s.data == original.data or s.type == 2  # the symbol table's indices were renumbered
+    symtab = by_name[".symtab"]
+    for before, after in zip(elf.symbols(elf.index(".symtab")), smaller.symbols(symtab)):
+        if 0 < before.shndx < 0xFF00:
+            assert smaller.sections[after.shndx].name == elf.sections[before.shndx].name
+    assert smaller.sections[smaller.shstrndx].name == ".shstrtab"
+    _run("cuobjdump", "-elf", data=smaller.to_bytes())
+    with pytest.raises(SassRewriteError, match="a symbol is defined in it"):
+        elf.without_section(elf.index(".text.layer_norm_fwd"))
+    with pytest.raises(SassRewriteError, match="names it"):
+        elf.without_section(elf.index(".strtab"))
