@@ -33,9 +33,7 @@ def main() -> int:
         if args.quick and case.name not in QUICK:
             continue
         workload = case.workload("cuda")
-        plain = workload.launch()
-        torch.cuda.synchronize()
-        kernels = sass_swap.compiled_kernels(case.fn)
+        plain, kernels = sass_swap.launched_kernels(case.fn, workload.launch)
         for plan in ("every 7th", "block starts"):
             with contextlib.ExitStack() as stack:
                 for kernel in kernels:

@@ -43,11 +43,23 @@ CASES = [GpuCase(c.name, c.fn, c.workload) for c in corpus.CASES if c.workload i
 ]
 
 
-def compiled_kernels(fn) -> list:
-    """Every loaded CompiledKernel of the JITFunction `fn` (found on the heap, as gwatch_nb.sources does)."""
+def launched_kernels(fn, launch: Callable) -> tuple[tuple, list]:
+    """(launch()'s result, the CompiledKernels of the JITFunction `fn` it launched): Triton's launch
+    hook names each launch's function handle; the kernels are found on the heap, as
+    gwatch_nb.sources finds them."""
+    from triton import knobs
     from triton.compiler.compiler import CompiledKernel
-    return [obj for obj in gc.get_objects() if isinstance(obj, CompiledKernel)
-            and getattr(getattr(obj, "src", None), "fn", None) is fn and getattr(obj, "function", None)]
+    handles = set()
+    previous = knobs.runtime.launch_enter_hook
+    knobs.runtime.launch_enter_hook = lambda metadata: handles.add(metadata.data["function"])
+    try:
+        result = launch()
+        torch.cuda.synchronize()
+    finally:
+        knobs.runtime.launch_enter_hook = previous
+    kernels = [obj for obj in gc.get_objects() if isinstance(obj, CompiledKernel)
+               and getattr(getattr(obj, "src", None), "fn", None) is fn and getattr(obj, "function", None) in handles]
+    return result, kernels
 
 
 @contextlib.contextmanager

@@ -31,8 +31,7 @@ def _rewritten(kernel, plan) -> bytes:
 @pytest.mark.parametrize("case", sass_swap.CASES, ids=[case.name for case in sass_swap.CASES])
 def test_rewritten_kernel_gives_bit_identical_outputs(case, plan):
     workload = case.workload("cuda")
-    plain = _run(workload)  # compiles and loads the kernel
-    kernels = sass_swap.compiled_kernels(case.fn)
+    plain, kernels = sass_swap.launched_kernels(case.fn, workload.launch)  # also compiles and loads them
     assert kernels, f"no loaded CompiledKernel of {case.fn.__name__}"
     with contextlib.ExitStack() as stack:
         for kernel in kernels:
@@ -48,10 +47,9 @@ def test_the_swap_runs_the_rewritten_kernel():
     x, y = torch.randn(n, device="cuda"), torch.randn(n, device="cuda")
     out = torch.empty(n, device="cuda")
     grid = (n // basics.VECTOR_BLOCK,)
-    basics.vector_add[grid](x, y, out, n, BLOCK=basics.VECTOR_BLOCK)
-    torch.cuda.synchronize()
+    _, (kernel,) = sass_swap.launched_kernels(
+        basics.vector_add, lambda: basics.vector_add[grid](x, y, out, n, BLOCK=basics.VECTOR_BLOCK))
     assert torch.equal(out, x + y)
-    (kernel,) = sass_swap.compiled_kernels(basics.vector_add)
     cubin = kernel.asm["cubin"]
     instructions = rewrite.decoded(cubin)[kernel.name]
     exit_first = rewrite.rewrite(cubin, kernel.name, {0: [next(i for i in instructions if i.opcode == "EXIT" and i.predicate is None).raw]})
@@ -77,8 +75,8 @@ def test_a_kernel_with_an_appended_parameter_loads_and_runs():
     x, y = torch.randn(n, device="cuda"), torch.randn(n, device="cuda")
     out = torch.full((n,), float("nan"), device="cuda")
     grid = (n // basics.VECTOR_BLOCK,)
-    basics.vector_add[grid](x, y, out, n, BLOCK=basics.VECTOR_BLOCK)
-    (kernel,) = sass_swap.compiled_kernels(basics.vector_add)
+    _, (kernel,) = sass_swap.launched_kernels(
+        basics.vector_add, lambda: basics.vector_add[grid](x, y, out, n, BLOCK=basics.VECTOR_BLOCK))
     extended, address = Cubin.parse(kernel.asm["cubin"]).with_parameter(kernel.name)
     params = sorted((int.from_bytes(r.payload[4:6], "little"), int.from_bytes(r.payload[6:8], "little"),
                      int.from_bytes(r.payload[8:12], "little") >> 18) for r in Cubin.parse(extended).attributes(kernel.name)
