@@ -18,6 +18,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "examples"))
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 
+import sass_plans  # noqa: E402
 import sass_swap  # noqa: E402
 from gwatch_nb.sass import rewrite  # noqa: E402
 
@@ -38,7 +39,7 @@ def main() -> int:
             with contextlib.ExitStack() as stack:
                 for kernel in kernels:
                     cubin = kernel.asm["cubin"]
-                    insertions = sass_swap.PLANS[plan](rewrite.decoded(cubin)[kernel.name])
+                    insertions = sass_plans.PLANS[plan](rewrite.decoded(cubin)[kernel.name])
                     stack.enter_context(sass_swap.swapped(kernel, rewrite.rewrite(cubin, kernel.name, insertions)))
                 outputs = workload.launch()
                 torch.cuda.synchronize()

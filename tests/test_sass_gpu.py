@@ -9,6 +9,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+import sass_plans
 import sass_swap
 from corpus_kernels import basics
 from gwatch_nb.sass import rewrite
@@ -27,7 +28,7 @@ def _rewritten(kernel, plan) -> bytes:
     return rewrite.rewrite(cubin, kernel.name, plan(rewrite.decoded(cubin)[kernel.name]))
 
 
-@pytest.mark.parametrize("plan", list(sass_swap.PLANS))
+@pytest.mark.parametrize("plan", list(sass_plans.PLANS))
 @pytest.mark.parametrize("case", sass_swap.CASES, ids=[case.name for case in sass_swap.CASES])
 def test_rewritten_kernel_gives_bit_identical_outputs(case, plan):
     workload = case.workload("cuda")
@@ -35,7 +36,7 @@ def test_rewritten_kernel_gives_bit_identical_outputs(case, plan):
     assert kernels, f"no loaded CompiledKernel of {case.fn.__name__}"
     with contextlib.ExitStack() as stack:
         for kernel in kernels:
-            stack.enter_context(sass_swap.swapped(kernel, _rewritten(kernel, sass_swap.PLANS[plan])))
+            stack.enter_context(sass_swap.swapped(kernel, _rewritten(kernel, sass_plans.PLANS[plan])))
         swapped = _run(workload)
     assert len(swapped) == len(plain)
     for got, expected in zip(swapped, plain):
