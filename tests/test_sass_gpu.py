@@ -1,7 +1,7 @@
 """Rewritten cubins on the GPU: every corpus kernel with a workload and the examples run plainly,
 then with Triton's kernel swapped for its rewrite under each insertion plan (NOPs at every 7th
-instruction, at every block start, before every branch, inside every loop); the outputs must be
-bit-identical. A control proves the swap takes effect: an EXIT inserted first leaves the output
+instruction, at every block start, before every branch, inside every loop; clock readings into
+registers the liveness says are free); the outputs must be bit-identical. A control proves the swap takes effect: an EXIT inserted first leaves the output
 untouched."""
 import contextlib
 
@@ -25,7 +25,7 @@ def _run(workload) -> tuple:
 
 def _rewritten(kernel, plan) -> bytes:
     cubin = kernel.asm["cubin"]
-    return rewrite.rewrite(cubin, kernel.name, plan(rewrite.decoded(cubin)[kernel.name]))
+    return rewrite.rewrite(cubin, kernel.name, plan(sass_plans.kernel(cubin, kernel.name)))
 
 
 @pytest.mark.parametrize("plan", list(sass_plans.PLANS))

@@ -1,5 +1,6 @@
 """rewrite() end to end on real cubins: every corpus kernel and example rewritten with NOPs at
-every 7th instruction, every block start, before every branch and inside every loop, proven
+every 7th instruction, every block start, before every branch and inside every loop, and
+clock readings into free registers, proven
 by rewrite's own checks and then by nvdisasm and cuobjdump here; no insertion gives the cubin
 back byte for byte; bad requests and a broken insertion are refused; the time it takes."""
 import statistics
@@ -25,10 +26,10 @@ def _only_kernel(data: bytes) -> str:
     return name
 
 
-def _all_plans(instructions) -> dict:
+def _all_plans(kernel) -> dict:
     plan = {}
     for make in sass_plans.PLANS.values():
-        for index, words in make(instructions).items():
+        for index, words in make(kernel).items():
             plan.setdefault(index, []).extend(words)
     return plan
 
@@ -44,11 +45,11 @@ def _expected(original, plan) -> tuple[list, dict]:
 
 
 @pytest.mark.parametrize("name", [case.name for case in sass_cubins.CASES])
-def test_every_plan_at_once_gives_the_original_plus_the_nops(name):
+def test_every_plan_at_once_gives_the_original_plus_the_insertions(name):
     data = sass_cubins.cubins()[name]
     kernel = _only_kernel(data)
     original = rewrite.decoded(data)[kernel]
-    plan = _all_plans(original)
+    plan = _all_plans(sass_plans.kernel(data, kernel))
     assert len(original) not in plan  # the plans insert before instructions only
     out = rewrite.rewrite(data, kernel, plan)
     got = disassemble(out)[kernel]
@@ -97,7 +98,6 @@ def test_bad_requests_are_refused_in_one_line():
 def test_a_broken_insertion_is_caught_before_it_is_returned(monkeypatch):
     """The checks run on the written cubin: an insertion that bends one branch is refused."""
     data = sass_cubins.cubins()["nested_loops"]
-    instructions = rewrite.decoded(data)["nested_loops"]
     real_insert = insert_module.insert
 
     def bent(original, words):
@@ -108,13 +108,13 @@ def test_a_broken_insertion_is_caught_before_it_is_returned(monkeypatch):
         return text[:at] + low.to_bytes(8, "little") + text[at + 8:], offsets
     monkeypatch.setattr(rewrite, "insert", bent)
     with pytest.raises(SassRewriteError, match="kernel nested_loops: the rewritten cubin"):
-        rewrite.rewrite(data, "nested_loops", sass_plans.every_seventh(instructions))
+        rewrite.rewrite(data, "nested_loops", sass_plans.every_seventh(sass_plans.kernel(data, "nested_loops")))
 
 
 def test_rewriting_the_largest_kernel_takes_under_50_ms_besides_nvdisasm():
     data = sass_cubins.cubins()[LARGEST]
     kernel = _only_kernel(data)
-    plan = sass_plans.every_seventh(rewrite.decoded(data)[kernel])
+    plan = sass_plans.every_seventh(sass_plans.kernel(data, kernel))
     timings = []
     for _ in range(3):
         began = time.perf_counter()
