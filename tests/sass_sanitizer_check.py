@@ -1,5 +1,6 @@
 """Rewritten cubins under compute-sanitizer: each kernel's rewrite (NOPs at every 7th instruction,
-NOPs at every block start, clock readings into free registers) swapped in for Triton's own and run on its workload. Run on a GPU machine:
+NOPs at every block start, clock readings into free registers) swapped in for Triton's own and
+run on its workload. Run on a GPU machine:
 
     compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 3 python tests/sass_sanitizer_check.py
     compute-sanitizer --tool racecheck --error-exitcode 3 python tests/sass_sanitizer_check.py --quick

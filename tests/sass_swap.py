@@ -47,13 +47,22 @@ def launched_kernels(fn, launch: Callable) -> tuple[tuple, list]:
     from triton import knobs
     from triton.compiler.compiler import CompiledKernel
     handles = set()
-    previous = knobs.runtime.launch_enter_hook
-    knobs.runtime.launch_enter_hook = lambda metadata: handles.add(metadata.data["function"])
+
+    def hook(metadata):
+        handles.add(metadata.data["function"])
+    chain = knobs.runtime.launch_enter_hook  # a HookChain in Triton 3.9, a plain callable slot in older ones
+    if hasattr(chain, "add"):
+        chain.add(hook)
+    else:
+        knobs.runtime.launch_enter_hook = hook
     try:
         result = launch()
         torch.cuda.synchronize()
     finally:
-        knobs.runtime.launch_enter_hook = previous
+        if hasattr(chain, "add"):
+            chain.remove(hook)
+        else:
+            knobs.runtime.launch_enter_hook = chain
     kernels = [obj for obj in gc.get_objects() if isinstance(obj, CompiledKernel)
                and getattr(getattr(obj, "src", None), "fn", None) is fn and getattr(obj, "function", None) in handles]
     return result, kernels

@@ -1,8 +1,8 @@
 """Rewritten cubins on the GPU: every corpus kernel with a workload and the examples run plainly,
 then with Triton's kernel swapped for its rewrite under each insertion plan (NOPs at every 7th
 instruction, at every block start, before every branch, inside every loop; clock readings into
-registers the liveness says are free); the outputs must be bit-identical. A control proves the swap takes effect: an EXIT inserted first leaves the output
-untouched."""
+registers the liveness says are free); the outputs must be bit-identical. A control proves the
+swap takes effect: an EXIT inserted first leaves the output untouched."""
 import contextlib
 
 import pytest
@@ -53,7 +53,8 @@ def test_the_swap_runs_the_rewritten_kernel():
     assert torch.equal(out, x + y)
     cubin = kernel.asm["cubin"]
     instructions = rewrite.decoded(cubin)[kernel.name]
-    exit_first = rewrite.rewrite(cubin, kernel.name, {0: [next(i for i in instructions if i.opcode == "EXIT" and i.predicate is None).raw]})
+    exit = next(i for i in instructions if i.opcode == "EXIT" and i.predicate is None)
+    exit_first = rewrite.rewrite(cubin, kernel.name, {0: [exit.raw]})
     untouched = torch.full((n,), float("nan"), device="cuda")
     with sass_swap.swapped(kernel, exit_first):
         basics.vector_add[grid](x, y, untouched, n, BLOCK=basics.VECTOR_BLOCK)
@@ -79,9 +80,9 @@ def test_a_kernel_with_an_appended_parameter_loads_and_runs():
     _, (kernel,) = sass_swap.launched_kernels(
         basics.vector_add, lambda: basics.vector_add[grid](x, y, out, n, BLOCK=basics.VECTOR_BLOCK))
     extended, address = Cubin.parse(kernel.asm["cubin"]).with_parameter(kernel.name)
+    records = [r for r in Cubin.parse(extended).attributes(kernel.name) if r.id == ID["EIATTR_KPARAM_INFO"]]
     params = sorted((int.from_bytes(r.payload[4:6], "little"), int.from_bytes(r.payload[6:8], "little"),
-                     int.from_bytes(r.payload[8:12], "little") >> 18) for r in Cubin.parse(extended).attributes(kernel.name)
-                    if r.id == ID["EIATTR_KPARAM_INFO"])  # (ordinal, offset, size)
+                     int.from_bytes(r.payload[8:12], "little") >> 18) for r in records)  # (ordinal, offset, size)
     assert params[-1][1] == address - 0x210
     again = torch.full((n,), float("nan"), device="cuda")
     values = [ctypes.c_uint64(x.data_ptr()), ctypes.c_uint64(y.data_ptr()), ctypes.c_uint64(again.data_ptr()),
