@@ -1,6 +1,6 @@
 """Decode every kernel of an sm_90a cubin into Instructions: the raw 128-bit words straight
-from the cubin's ``.text.<kernel>`` sections (read by ``cubin.Cubin``), the opcode, guard and operands from one run of
-Triton's nvdisasm over the whole cubin.
+from the cubin's ``.text.<kernel>`` sections (read by ``cubin.Cubin``), the opcode, guard and
+operands from one run of Triton's nvdisasm over the whole cubin.
 
 nvdisasm's plain listing (``-c``) is read rather than its JSON: both take the same time, but
 the listing prints each instruction's offset (checked against the words' positions) and keeps
@@ -20,13 +20,14 @@ from gwatch_nb.sass.cubin import Cubin
 from gwatch_nb.sass.instruction import SIZE, Instruction
 
 SM = 90
+# Code sections only, no dataflow analysis: the same listing on every corpus kernel, a third less time.
+OPTIONS = ("-c", "-ndf")
 UNKNOWN, INVALID = "???", "INVALID"  # how nvdisasm prints a field value it has no name for
 
 _SECTION = re.compile(r"\s*\.section\s+\.text\.([^,\s]+),")
 _LABEL = re.compile(r"(\S+):\s*$")
 _INSTRUCTION = re.compile(r"\s*/\*([0-9a-f]+)\*/\s+(.*?)\s*;\s*(?:/\*.*\*/\s*)?$")
 _BODY = re.compile(r"(?:(@!?\w+)\s+)?(\S+)\s*(.*)$")
-_ANNOTATION = re.compile(r"\s*\(\*.*\*\)$")  # BRX's (*"BRANCH_TARGETS .L_x_3,..."*)
 _LABEL_OPERAND = re.compile(r"`\((.+)\)$")
 _ERROR_ADDRESS = re.compile(r"at address (0x[0-9a-fA-F]+)")
 
@@ -54,7 +55,7 @@ def _run_nvdisasm(cubin: bytes, kernels: list[str]) -> str:
         path = os.path.join(folder, "kernel.cubin")
         with open(path, "wb") as f:
             f.write(cubin)
-        proc = subprocess.run([nvdisasm_path(), "-c", path], capture_output=True, text=True)
+        proc = subprocess.run([nvdisasm_path(), *OPTIONS, path], capture_output=True, text=True)
         if proc.returncode == 0:
             return proc.stdout
         culprit = _failing_kernel(path, kernels) if len(kernels) > 1 else f"kernel {kernels[0]}"
@@ -68,7 +69,7 @@ def _run_nvdisasm(cubin: bytes, kernels: list[str]) -> str:
 def _failing_kernel(path: str, kernels: list[str]) -> str:
     """The first kernel nvdisasm fails on alone (its errors do not name the section)."""
     for kernel in kernels:
-        if subprocess.run([nvdisasm_path(), "-c", "-fun", kernel, path], capture_output=True).returncode:
+        if subprocess.run([nvdisasm_path(), *OPTIONS, "-fun", kernel, path], capture_output=True).returncode:
             return f"kernel {kernel}"
     return "cubin"
 
@@ -140,7 +141,7 @@ def _split_body(kernel: str, offset: int, body: str) -> tuple[str | None, str, t
     if UNKNOWN in body or INVALID in match.group(2):
         raise SassRewriteError(f"kernel {kernel}: nvdisasm does not know the instruction at {offset:#x}: {body!r}")
     predicate, opcode, rest = match.groups()
-    return predicate, opcode, _split_operands(_ANNOTATION.sub("", rest))
+    return predicate, opcode, _split_operands(rest)
 
 
 def _split_operands(text: str) -> tuple[str, ...]:
