@@ -8,7 +8,7 @@ import sys
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:0] = [HERE, os.path.join(os.path.dirname(HERE), "examples")]
+sys.path[:0] = [HERE, os.path.dirname(HERE)]  # tests/ and the root (`from examples import ...`)
 
 import corpus  # noqa: E402
 from compile_kernels import _compile  # noqa: E402

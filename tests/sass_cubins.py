@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 
 import triton
 
-import attention
+from examples import attention
 import corpus
-import softmax as softmax_example
+from examples import softmax as softmax_example
 from compile_kernels import _compile
 
 

@@ -16,7 +16,7 @@ import sys
 import torch
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "examples"))
+sys.path.insert(0, ROOT)  # for `from examples import ...`
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 
 import sass_plans  # noqa: E402

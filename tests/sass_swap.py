@@ -12,7 +12,7 @@ from typing import Callable
 import torch
 
 import corpus
-import softmax as softmax_example
+from examples import softmax as softmax_example
 from corpus_kernels import Workload, example_workloads
 from gwatch_nb.cuda import driver
 

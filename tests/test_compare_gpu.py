@@ -7,7 +7,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-import attention  # noqa: E402
+from examples import attention  # noqa: E402
 from gwatch_nb import GwatchWarning, compare, do_trace, query  # noqa: E402
 
 pytestmark = pytest.mark.gpu

@@ -5,7 +5,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-import matmul
+from examples import matmul
 from gwatch_nb import api, do_trace, load
 from gwatch_nb.cuda.session import TraceSession
 from gwatch_nb.options import TraceOptions
