@@ -7,10 +7,20 @@ from .errors import (ArchiveError, CuptiBusyError, CuptiUnavailableError, Gwatch
                      NoGPUError, NoMatchingKernelError, TraceFailedError)
 from .trace import Trace, TraceWarning
 
+#: Names whose modules need pandas, pyarrow or duckdb: imported when first asked for.
+_LAZY = {"compare": ".compare", "load_many": ".dataset", "query": ".dataset"}
+
 __all__ = [
-    "do_trace", "load", "Trace", "TraceWarning", "GwatchError", "GwatchWarning", "NoGPUError",
-    "CuptiUnavailableError", "CuptiBusyError", "NoMatchingKernelError", "TraceFailedError", "ArchiveError",
+    "do_trace", "load", "compare", "load_many", "query", "Trace", "TraceWarning", "GwatchError", "GwatchWarning",
+    "NoGPUError", "CuptiUnavailableError", "CuptiBusyError", "NoMatchingKernelError", "TraceFailedError", "ArchiveError",
 ]
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+        return getattr(importlib.import_module(_LAZY[name], __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def load_ipython_extension(ipython) -> None:

@@ -11,6 +11,7 @@ import shutil
 import sys
 
 from . import __version__
+from .compare_cli import add_diff_command
 from .errors import ArchiveError
 from .report import FORMATS, Report, Section, format_of, load_report
 from .show import VIEWS, Selection, SelectionError, format_text, parse_block, parse_numbers, parse_time, summarize
@@ -95,6 +96,7 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--group-by", choices=("sm", "block"), default="sm",
                         help="Perfetto processes: one per SM (default) or per block; threads are warps")
     export.set_defaults(handler=_export)
+    add_diff_command(commands)
     return parser
 
 

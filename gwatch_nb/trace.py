@@ -274,6 +274,12 @@ class Trace:
         from .archive import save
         save(self, path)
 
+    def to_parquet(self, directory, run: str | None = None) -> str:
+        """Write this trace into the Parquet dataset at ``directory`` as run ``run`` (default:
+        its kernels and creation time); returns the run. See gwatch_nb.dataset."""
+        from .dataset import write
+        return write(self, directory, run)
+
     def to_perfetto(self, path, group_by: str = "sm") -> None:
         """Write a Perfetto / Chrome trace (ui.perfetto.dev): processes are SMs (or blocks with
         ``group_by="block"``), threads are warps, one event per scope instance."""

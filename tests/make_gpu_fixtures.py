@@ -1,7 +1,12 @@
 """Trace the example kernels on a GPU and write archives for the CPU tests.
 
     python tests/make_gpu_fixtures.py OUT_DIR
-"""
+
+Besides one trace per example, two sets for comparisons: the same attention kernel at
+BLOCK_N=64 and BLOCK_N=128 (five launches each, so kernel measures get an interval), and
+a sweep of the configurations an autotuner of that kernel would try, one report section
+per configuration (``gwatch diff attention_sweep_h200.json`` compares them all)."""
+import functools
 import os
 import sys
 import warnings
@@ -14,6 +19,45 @@ sys.path.insert(0, os.path.join(os.path.dirname(HERE), "examples"))
 import attention  # noqa: E402
 import matmul  # noqa: E402
 from gwatch_nb import GwatchWarning, do_trace  # noqa: E402
+from gwatch_nb.report import Report  # noqa: E402
+
+#: Launches traced per comparison fixture: enough units for an interval on kernel duration.
+COMPARE_LAUNCHES = 5
+#: (BLOCK_N, num_warps, num_stages) an autotuner of attn_fwd at head_dim 64 would try.
+SWEEP = [(32, 4, 3), (64, 4, 3), (128, 4, 2), (64, 8, 3), (128, 8, 2)]
+
+
+def _traced(fn, pattern, scopes, **options):
+    fn()  # compile and load before the trace, as a notebook user would have
+    torch.cuda.synchronize()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", GwatchWarning)
+        return do_trace(fn, pattern, scope_name_map=scopes, **options)
+
+
+def _repeated(fn, times):
+    def run():
+        for _ in range(times):
+            fn()
+    return run
+
+
+def comparison_fixtures(out_dir: str) -> None:
+    """attention_bn64_h200.json / attention_bn128_h200.json and attention_sweep_h200.json."""
+    q, k, v = (torch.randn(1, 4, 2048, 64, device="cuda", dtype=torch.float16) for _ in range(3))
+    for block_n in (64, 128):
+        fn = _repeated(functools.partial(attention.attention, q, k, v, block_n=block_n), COMPARE_LAUNCHES)
+        trace = _traced(fn, r"attn_fwd", attention.SCOPES, launches=COMPARE_LAUNCHES)
+        trace.save(os.path.join(out_dir, f"attention_bn{block_n}_h200.json"))
+        print(f"attention_bn{block_n}_h200.json: {len(trace.launches)} launches, {len(trace.df)} instances")
+    report = Report("attn_fwd configurations, (1, 4, 2048, 64) fp16")
+    for block_n, num_warps, num_stages in SWEEP:
+        fn = functools.partial(attention.attention, q, k, v, block_n=block_n, num_warps=num_warps,
+                               num_stages=num_stages)
+        trace = _traced(_repeated(fn, COMPARE_LAUNCHES), r"attn_fwd", attention.SCOPES, launches=COMPARE_LAUNCHES)
+        report.add_section(f"BLOCK_N={block_n} num_warps={num_warps} num_stages={num_stages}").add_run(trace)
+    path = report.render(os.path.join(out_dir, "attention_sweep_h200.json"))
+    print(f"{os.path.basename(path)}: {len(SWEEP)} configurations, {os.path.getsize(path) / 1e6:.2f} MB")
 
 
 def main(out_dir: str) -> None:
@@ -38,15 +82,12 @@ def main(out_dir: str) -> None:
                                       {"capacity": 16}),
     }
     for name, (fn, pattern, scopes, options) in runs.items():
-        fn()  # compile and load before the trace, as a notebook user would have
-        torch.cuda.synchronize()
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", GwatchWarning)
-            trace = do_trace(fn, pattern, scope_name_map=scopes, **options)
+        trace = _traced(fn, pattern, scopes, **options)
         path = os.path.join(out_dir, name)
         trace.save(path)
         print(f"{name}: {len(trace.df)} instances, {trace.events_recorded} events, "
               f"{trace.events_dropped} dropped, {os.path.getsize(path) / 1e6:.2f} MB")
+    comparison_fixtures(out_dir)
 
 
 if __name__ == "__main__":

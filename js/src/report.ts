@@ -54,7 +54,7 @@ function fromBase64(base64: string): Uint8Array<ArrayBuffer> {
 }
 
 /** The state with every {"$zlib_base64": …} replaced by the bytes it holds. */
-async function restoreBuffers(value: unknown): Promise<unknown> {
+export async function restoreBuffers(value: unknown): Promise<unknown> {
   if (Array.isArray(value)) return Promise.all(value.map(restoreBuffers));
   if (value === null || typeof value !== "object") return value;
   const packed = (value as Record<string, unknown>).$zlib_base64;

@@ -1,0 +1,385 @@
+"""Two or more traces of a kernel compared: what changed inside it, and how sure that is.
+
+``compare(a, b, ...)`` matches scopes by name and id, instances by (scope, seq) and by warp
+role (the warp's index in its block), and compares every run with the first one. The
+change of each measure comes with a bootstrap interval (compare_stats.py says which and
+why), and a verdict in words only where that interval excludes zero. Whatever the runs do
+not share (kernels, grids, warps per block, scopes, iterations) is left out of the
+comparison and listed in ``notes``."""
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+
+from .analysis import warp_activity
+from .compare_stats import (LEVEL, MIN_UNITS, RESAMPLES, SEED, Change, compare_groups, compare_units, ratio_mean,
+                            verdict)
+from .trace import Trace
+
+WARP_KEYS = ["launch", "block_x", "block_y", "block_z", "warp"]
+#: The tail of a launch: from when this share of its warps had exited to the last exit.
+TAIL_QUANTILE = 0.95
+CHANGE_COLUMNS = ["change", "ci_low", "ci_high", "verdict"]
+SCOPE_COLUMNS = ["scope", "run", "scope_id", "count", "p50_ns", "p95_ns", "mean_ns", "total_ns", "share",
+                 "p50_change", *CHANGE_COLUMNS]
+#: Launch-level measures: (name, what it is, the word kind for verdicts).
+KERNEL_MEASURES = {
+    "duration_ns": ("kernel duration per launch", "time"),
+    "sm_busy_ns": ("busy time per SM (inside outermost scopes)", "time"),
+    "tail_ns": (f"tail: from {TAIL_QUANTILE:.0%} of warps exited to the last", "time"),
+    "idle_share": ("share of warp lifetime outside any scope", "share"),
+}
+
+
+@dataclass
+class _Run:
+    label: str
+    trace: Trace
+
+    @functools.cached_property
+    def df(self) -> pd.DataFrame:
+        return self.trace.df
+
+    @functools.cached_property
+    def activity(self) -> pd.DataFrame:
+        return warp_activity(self.trace)
+
+    @functools.cached_property
+    def warp_time_ns(self) -> int:
+        return int(self.activity["lifetime_ns"].sum())
+
+    def scope_ids(self) -> dict[int, str]:
+        return {int(s): self.trace.scope_name(s) for s in np.unique(self.df["scope_id"].to_numpy())}
+
+    @functools.cached_property
+    def warp_of_row(self) -> tuple[np.ndarray, int]:
+        """Each instance's warp (unit) index, and how many warps have instances."""
+        codes = self.df.groupby(WARP_KEYS, observed=True, sort=False).ngroup().to_numpy()
+        return codes, int(codes.max()) + 1 if len(codes) else 0
+
+    def unit_matrix(self, by: list[str], keys: list[tuple]) -> tuple[np.ndarray, np.ndarray]:
+        """(sums, counts) of instance durations per warp × group, the groups being ``keys``
+        (values of the ``by`` columns); instances of other groups are left out."""
+        warp, warps = self.warp_of_row
+        code = np.zeros(len(self.df), np.int64)
+        for column in by:  # one integer per row for its values of ``by``, the same for the keys
+            values = self.df[column].to_numpy().astype(np.int64)
+            code = code * (1 << 31) + values
+        wanted = np.zeros(len(keys), np.int64)
+        for i in range(len(by)):
+            wanted = wanted * (1 << 31) + np.array([k[i] for k in keys], np.int64)
+        order = np.argsort(wanted)
+        position = np.searchsorted(wanted[order], code)
+        found = position < len(keys)
+        found[found] &= wanted[order][position[found]] == code[found]
+        column_of_row = order[position[found]]
+        flat = warp[found] * len(keys) + column_of_row
+        size = warps * len(keys)
+        sums = np.bincount(flat, weights=self.df["duration_ns"].to_numpy()[found], minlength=size)
+        counts = np.bincount(flat, minlength=size).astype(np.float64)
+        return sums.reshape(warps, len(keys)), counts.reshape(warps, len(keys))
+
+
+def _unnamed(scope_id: int, name: str) -> bool:
+    return name == str(scope_id)
+
+
+def match_scopes(base: dict[int, str], other: dict[int, str]) -> tuple[dict[int, int], list[str]]:
+    """Baseline scope id -> the other run's id: same id and name, else same name, else the
+    same id where one side has no name. Notes say what matched loosely."""
+    matched, notes = {}, []
+    free = dict(other)
+    for sid, name in base.items():
+        if free.get(sid) == name:
+            matched[sid] = sid
+            del free[sid]
+    by_name = {name: sid for sid, name in free.items()}
+    for sid, name in base.items():
+        if sid not in matched and name in by_name:
+            matched[sid] = by_name[name]
+            notes.append(f"scope {name!r} has id {sid} in one run and {by_name[name]} in the other: matched by name")
+            del free[by_name.pop(name)]
+    for sid, name in base.items():
+        if sid not in matched and sid in free and (_unnamed(sid, name) or _unnamed(sid, free[sid])):
+            matched[sid] = sid
+            notes.append(f"scope id {sid} is named {name!r} in one run and {free[sid]!r} in the other: matched by id")
+            del free[sid]
+    return matched, notes
+
+
+def _shape_notes(base: _Run, other: _Run) -> list[str]:
+    notes = []
+    la, lb = base.trace.launches, other.trace.launches
+    pairs = [("kernels", lambda l: sorted(set(l["kernel"]))), ("grids", lambda l: sorted(set(l["grid"]))),
+             ("blocks (threads)", lambda l: sorted(set(l["block"])))]
+    for what, of in pairs:
+        if len(la) and len(lb) and of(la) != of(lb):
+            notes.append(f"{what} differ: {base.label} {_listed(of(la))}, {other.label} {_listed(of(lb))}")
+    if len(la) != len(lb):
+        notes.append(f"launches differ: {base.label} {len(la)}, {other.label} {len(lb)}")
+    if base.trace.meta["tier"] != other.trace.meta["tier"]:
+        notes.append(f"time sources differ ({base.label}: {base.trace.meta['time_source']}; {other.label}: "
+                     f"{other.trace.meta['time_source']}): their times are not comparable")
+    for run in (base, other):
+        if run.trace.warnings:
+            kinds = ", ".join(w.kind for w in run.trace.warnings)
+            notes.append(f"{run.label} has warnings ({kinds}): its statistics cover what was recorded")
+    return notes
+
+
+def _listed(values) -> str:
+    return ", ".join(str(v) for v in values)
+
+
+def _quantiles(durations: pd.Series) -> tuple[float, float]:
+    return float(durations.quantile(0.5)), float(durations.quantile(0.95))
+
+
+class Comparison:
+    """Runs compared with the first. Tables (one row per measure and run; the baseline's
+    change columns are empty): ``df`` per scope, ``kernel`` launch-level measures,
+    ``iterations`` per (scope, seq), ``roles`` per (scope, warp index in the block),
+    ``sms`` busy time per SM. ``verdicts`` lists the changes whose interval excludes zero
+    (scopes and kernel measures); ``notes`` what the runs do not share."""
+
+    def __init__(self, traces: Sequence[Trace], labels: Sequence[str], resamples: int = RESAMPLES,
+                 level: float = LEVEL, seed: int = SEED):
+        self.runs = [_Run(label, trace) for label, trace in zip(labels, traces)]
+        self.labels = list(labels)
+        self.resamples, self.level, self.seed = resamples, level, seed
+        self.notes: list[str] = []
+        base = self.runs[0]
+        self.matches: list[dict[int, int]] = [{sid: sid for sid in base.scope_ids()}]
+        for run in self.runs[1:]:
+            matched, notes = match_scopes(base.scope_ids(), run.scope_ids())
+            self.notes += _shape_notes(base, run) + notes
+            other = run.scope_ids()
+            unmatched_base = [base.trace.scope_name(s) for s in base.scope_ids() if s not in matched]
+            unmatched_other = [other[s] for s in other if s not in matched.values()]
+            if unmatched_base:
+                self.notes.append(f"only in {base.label}, not in {run.label}: {_listed(unmatched_base)}")
+            if unmatched_other:
+                self.notes.append(f"only in {run.label}, not in {base.label}: {_listed(unmatched_other)}")
+            self.matches.append(matched)
+        self.scopes = [s for s in base.scope_ids() if all(s in m for m in self.matches)]
+        self.df = self._scope_table()
+        self.kernel = self._kernel_table()
+        self.roles = self._grouped_table("warp", "role")
+        self.iterations = self._grouped_table("seq", "seq")
+        self.sms = self._sm_table()
+        self.verdicts = [v for table in (self.df, self.kernel) for v in table["verdict"] if isinstance(v, str)]
+
+    # ------------------------------------------------------------ helpers
+
+    def scope_name(self, scope_id: int) -> str:
+        return self.runs[0].trace.scope_name(scope_id)
+
+    def _change(self, key: str, a, b) -> Change:
+        return compare_units(key, a, b, self.resamples, self.level, self.seed)
+
+    def _change_columns(self, change: Change, subject: str, run: int, kind: str = "time") -> dict:
+        return {"change": change.change, "ci_low": change.low, "ci_high": change.high,
+                "verdict": verdict(subject, change, self.labels[0], self.labels[run], kind, self.level)}
+
+    @staticmethod
+    def _blank() -> dict:
+        return {"change": np.nan, "ci_low": np.nan, "ci_high": np.nan, "verdict": None}
+
+    # ------------------------------------------------------------ tables
+
+    def _unit_matrices(self, by: list[str], groups: list[list[tuple]]) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Per run, (sums, counts) of durations, warps × groups; ``groups[r]`` lists run r's
+        group keys (values of the ``by`` columns) in table order."""
+        return [run.unit_matrix(by, keys) for run, keys in zip(self.runs, groups)]
+
+    def _changes(self, table: str, matrices: list[tuple[np.ndarray, np.ndarray]]) -> list[list[Change]]:
+        """Per run after the baseline, the Change of every group against the baseline's."""
+        return [[]] + [compare_groups(f"{table}/{self.labels[r]}", matrices[0], matrices[r], self.resamples,
+                                      self.level, self.seed) for r in range(1, len(self.runs))]
+
+    def _scope_table(self) -> pd.DataFrame:
+        groups = [[(m[s],) for s in self.scopes] for m in self.matches]
+        changes = self._changes("scope", self._unit_matrices(["scope_id"], groups))
+        rows = []
+        for g, sid in enumerate(self.scopes):
+            name = self.scope_name(sid)
+            base_p50 = None
+            for r, run in enumerate(self.runs):
+                rid = self.matches[r][sid]
+                durations = run.df.loc[run.df["scope_id"] == rid, "duration_ns"]
+                p50, p95 = _quantiles(durations)
+                total = int(durations.sum())
+                row = {"scope": name, "run": run.label, "scope_id": rid, "count": len(durations), "p50_ns": p50,
+                       "p95_ns": p95, "mean_ns": float(durations.mean()), "total_ns": total,
+                       "share": total / run.warp_time_ns if run.warp_time_ns else np.nan}
+                if r == 0:
+                    base_p50 = p50
+                    row.update(p50_change=np.nan, **self._blank())
+                else:
+                    row.update(p50_change=p50 / base_p50 - 1 if base_p50 else np.nan,
+                               **self._change_columns(changes[r][g], name, r))
+                rows.append(row)
+        return pd.DataFrame(rows, columns=SCOPE_COLUMNS)
+
+    def _grouped_table(self, column: str, title: str) -> pd.DataFrame:
+        """Per matched scope and value of ``column`` (seq or warp) shared by every run."""
+        present = [run.df.groupby(["scope_id", column], observed=True).size() for run in self.runs]
+        shared = {}
+        for sid in self.scopes:
+            values = [set(p.loc[self.matches[r][sid]].index) if self.matches[r][sid] in p.index.get_level_values(0)
+                      else set() for r, p in enumerate(present)]
+            shared[sid] = sorted(set.intersection(*values))
+            left_out = sorted(set.union(*values) - set(shared[sid]))
+            if left_out:
+                self.notes.append(f"{self.scope_name(sid)}: {title} {_ranges(left_out)} not in every run, left out "
+                                  f"of the {title} comparison")
+        keys = [(sid, value) for sid in self.scopes for value in shared[sid]]
+        groups = [[(m[sid], value) for sid, value in keys] for m in self.matches]
+        matrices = self._unit_matrices(["scope_id", column], groups)
+        changes = self._changes(title, matrices)
+        rows = []
+        for g, (sid, value) in enumerate(keys):
+            name = self.scope_name(sid)
+            for r, run in enumerate(self.runs):
+                sums, counts = matrices[r]
+                row = {"scope": name, title: int(value), "run": run.label, "count": int(counts[:, g].sum()),
+                       "mean_ns": float(sums[:, g].sum() / counts[:, g].sum())}
+                row.update(self._blank() if r == 0 else self._change_columns(changes[r][g], f"{name} {title} {value}",
+                                                                             r))
+                rows.append(row)
+        return pd.DataFrame(rows, columns=["scope", title, "run", "count", "mean_ns", *CHANGE_COLUMNS])
+
+    def _kernel_units(self, run: _Run) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        launches, activity = run.trace.launches, run.activity
+        durations = launches["duration_ns"].to_numpy(np.float64) if len(launches) else np.zeros(0)
+        per_sm = activity.groupby(["launch", "sm"], observed=True)["busy_ns"].sum().to_numpy(np.float64)
+        exited = activity[activity["exited"]]
+        tails = [float(part["end_ns"].max() - part["end_ns"].quantile(TAIL_QUANTILE))
+                 for _, part in exited.groupby("launch")]
+        alive = activity[activity["lifetime_ns"] > 0]
+        return {
+            "duration_ns": (durations, np.ones(len(durations))),
+            "sm_busy_ns": (per_sm, np.ones(len(per_sm))),
+            "tail_ns": (np.array(tails), np.ones(len(tails))),
+            "idle_share": (alive["idle_ns"].to_numpy(np.float64), alive["lifetime_ns"].to_numpy(np.float64)),
+        }
+
+    def _kernel_table(self) -> pd.DataFrame:
+        units = [self._kernel_units(run) for run in self.runs]
+        rows = []
+        for measure, (what, kind) in KERNEL_MEASURES.items():
+            base = units[0][measure]
+            for r, run in enumerate(self.runs):
+                mine = units[r][measure]
+                row = {"measure": measure, "what": what, "run": run.label, "value": ratio_mean(*mine),
+                       "units": len(mine[0])}
+                if r == 0:
+                    row.update(self._blank())
+                else:
+                    change = self._change(f"kernel/{measure}/{run.label}", base, mine)
+                    row.update(self._change_columns(change, what, r, kind))
+                rows.append(row)
+        for r, run in enumerate(self.runs[1:], 1):
+            if min(len(units[0]["duration_ns"][0]), len(units[r]["duration_ns"][0])) < MIN_UNITS:
+                self.notes.append(f"{run.label} vs {self.labels[0]}: fewer than {MIN_UNITS} launches in a run, so kernel "
+                                  "duration and tail have no interval (trace more launches to get one)")
+        return pd.DataFrame(rows, columns=["measure", "what", "run", "value", "units", *CHANGE_COLUMNS])
+
+    def _sm_table(self) -> pd.DataFrame:
+        """Busy ns per SM, averaged over each run's launches; SMs not used by a run are absent."""
+        frames = []
+        for run in self.runs:
+            launches = max(len(run.trace.launches), 1)
+            busy = run.activity.groupby("sm", observed=True)["busy_ns"].sum() / launches
+            frames.append(busy.rename(run.label))
+        return pd.concat(frames, axis=1).rename_axis("sm").reset_index()
+
+    # ------------------------------------------------------------ outputs
+
+    def to_dict(self, scopes: Sequence[str] | None = None) -> dict:
+        """Everything as JSON-ready values (NaN becomes None); ``scopes`` limits the scope tables."""
+        def chosen(table: pd.DataFrame) -> pd.DataFrame:
+            return table[table["scope"].isin(scopes)] if scopes is not None and "scope" in table else table
+
+        def records(table: pd.DataFrame) -> list[dict]:
+            return [{k: _plain(v) for k, v in row.items()} for row in chosen(table).to_dict("records")]
+
+        verdicts = [v for table in (chosen(self.df), self.kernel) for v in table["verdict"] if isinstance(v, str)]
+
+        return {"labels": self.labels, "level": self.level, "resamples": self.resamples, "seed": self.seed,
+                "interval": "percentile bootstrap over warps (kernel measures: over launches, SMs or warps)",
+                "notes": self.notes, "verdicts": verdicts, "scopes": records(self.df),
+                "kernel": records(self.kernel), "roles": records(self.roles), "iterations": records(self.iterations),
+                "sms": records(self.sms)}
+
+    def __repr__(self) -> str:
+        from .compare_text import format_text
+        return format_text(self.to_dict())
+
+    def _ipython_display_(self) -> None:
+        from .compare_widget import display_comparison
+        display_comparison(self)
+
+    def widget(self, **kw):
+        """The runs' timelines stacked on one time axis, zoom and pan in step (a Jupyter widget)."""
+        from .compare_widget import CompareWidget
+        return CompareWidget(self, **kw)
+
+    def charts(self):
+        """The overlaid distributions and per-iteration trends, as one altair chart."""
+        from .compare_charts import dashboard
+        return dashboard(self)
+
+    def to_html(self, path, title: str | None = None) -> None:
+        """One offline HTML file: verdicts, tables, charts and the runs' timelines on one time axis."""
+        from .compare_html import write_html
+        write_html(self, path, title)
+
+
+def _ranges(values: list[int]) -> str:
+    """[0, 1, 2, 5] -> '0-2, 5'."""
+    parts, start = [], None
+    for i, v in enumerate(values):
+        if start is None:
+            start = v
+        if i + 1 == len(values) or values[i + 1] != v + 1:
+            parts.append(f"{start}" if start == v else f"{start}-{v}")
+            start = None
+    return ", ".join(parts)
+
+
+def _plain(value):
+    if isinstance(value, (np.integer,)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        return None if np.isnan(value) else float(value)
+    return value
+
+
+def compare(*traces, labels: Sequence[str] | None = None, resamples: int = RESAMPLES, level: float = LEVEL,
+            seed: int = SEED) -> Comparison:
+    """Compare two or more traces (or one list of them), each with the first.
+
+    ``labels`` names the runs (default "run 0", "run 1", ...); ``resamples``, ``level`` and
+    ``seed`` set the bootstrap (same inputs and seed: same intervals)."""
+    if len(traces) == 1 and isinstance(traces[0], (list, tuple)):
+        traces = tuple(traces[0])
+    if len(traces) < 2:
+        raise ValueError(f"compare needs at least two traces, got {len(traces)}")
+    for i, trace in enumerate(traces):
+        if not isinstance(trace, Trace):
+            raise TypeError(f"compare: argument {i} is a {type(trace).__name__}, not a gwatch_nb.Trace")
+    labels = [f"run {i}" for i in range(len(traces))] if labels is None else [str(l) for l in labels]
+    if len(labels) != len(traces):
+        raise ValueError(f"compare: {len(labels)} labels for {len(traces)} traces")
+    if len(set(labels)) != len(labels):
+        raise ValueError(f"compare: labels must differ, got {labels}")
+    if not 0 < level < 1:
+        raise ValueError(f"compare: level must be between 0 and 1, got {level}")
+    if resamples < 100:
+        raise ValueError(f"compare: resamples must be at least 100, got {resamples}")
+    return Comparison(traces, labels, resamples, level, seed)

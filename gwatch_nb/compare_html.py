@@ -1,0 +1,106 @@
+"""A comparison as HTML: the verdicts and tables (also shown in a notebook), and the
+one-file offline page holding them with the charts and the runs' timelines in step.
+
+Like html.py, the page carries everything inline (the compare bundle with vega, the
+styles, each run's data and chart specs) and requests nothing when opened."""
+from __future__ import annotations
+
+import datetime
+import html
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .compare_charts import RUN_COLOURS, all_charts
+from .html import _static, format_ns
+from .serializers import embedded_state, script_json, timeline_payload
+
+if TYPE_CHECKING:
+    from .compare import Comparison
+
+TIMELINE_HEIGHT = 720
+
+
+def _change(row) -> str:
+    if row["change"] != row["change"]:  # NaN: the baseline
+        return ""
+    text = f"{row['change']:+.1%}"
+    if row["ci_low"] == row["ci_low"]:
+        text += f" [{row['ci_low']:+.1%}, {row['ci_high']:+.1%}]"
+    return f"<strong>{text}</strong>" if isinstance(row["verdict"], str) else text
+
+
+def _table(head: list[str], rows: list[list[str]]) -> str:
+    header = "".join(f"<th>{html.escape(h)}</th>" for h in head)
+    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
+    return f'<table class="gw-stats"><thead><tr>{header}</tr></thead><tbody>{body}</tbody></table>'
+
+
+def _list(items: list[str], css: str) -> str:
+    return f'<ul class="{css}">' + "".join(f"<li>{html.escape(i)}</li>" for i in items) + "</ul>"
+
+
+def tables_html(cmp: "Comparison") -> str:
+    """Verdicts, notes, the per-scope and the kernel table."""
+    parts = [f"<p>{html.escape(' vs '.join(cmp.labels))}: change of the mean against {html.escape(cmp.labels[0])}, "
+             f"{cmp.level:.0%} percentile-bootstrap interval over warps; bold where it excludes 0.</p>",
+             _list(cmp.verdicts or ["no change whose interval excludes 0"], "gw-compare-verdicts")]
+    if cmp.notes:
+        parts.append(_list(cmp.notes, "gw-compare-notes"))
+    rows = [[html.escape(str(r["scope"])), html.escape(str(r["run"])), f"{int(r['count']):,}", format_ns(r["p50_ns"]),
+             format_ns(r["p95_ns"]), format_ns(r["mean_ns"]), format_ns(r["total_ns"]), f"{r['share']:.1%}", _change(r)]
+            for _, r in cmp.df.iterrows()]
+    parts.append(_table(["scope", "run", "count", "p50", "p95", "mean", "total", "share of warp time",
+                         "change of mean [CI]"], rows))
+    rows = [[html.escape(r["what"]), html.escape(str(r["run"])),
+             f"{r['value']:.1%}" if r["measure"] == "idle_share" else format_ns(r["value"]), str(r["units"]),
+             _change(r)] for _, r in cmp.kernel.iterrows()]
+    parts.append(_table(["measure", "run", "value", "units", "change [CI]"], rows))
+    return "\n".join(parts)
+
+
+def _detail_table(table, column: str) -> str:
+    rows = [[html.escape(str(r["scope"])), str(r[column]), html.escape(str(r["run"])), f"{int(r['count']):,}",
+             format_ns(r["mean_ns"]), _change(r)] for _, r in table.iterrows()]
+    return _table(["scope", column, "run", "count", "mean", "change [CI]"], rows)
+
+
+def run_colour(index: int) -> str:
+    return RUN_COLOURS[index % len(RUN_COLOURS)]
+
+
+def timelines_state(cmp: "Comparison", height: int = TIMELINE_HEIGHT) -> str:
+    """The runs' timeline data for the page, binary columns as zlib + base64."""
+    runs = [embedded_state(timeline_payload(run.trace), label=run.label, color=run_colour(i))
+            for i, run in enumerate(cmp.runs)]
+    return f'{{"height":{int(height)},"runs":[{",".join(runs)}]}}'
+
+
+def write_html(cmp: "Comparison", path, title: str | None = None) -> None:
+    from . import __version__
+
+    title = title if title is not None else "gwatch-nb comparison: " + " vs ".join(cmp.labels)
+    generated = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    body = [f"<h1>{html.escape(title)}</h1>",
+            f'<p class="gw-generated">gwatch-nb {html.escape(__version__)} · written {generated}</p>',
+            tables_html(cmp), "<h2>Timelines</h2>",
+            '<div class="gw-compare-mount" data-gw-compare="gw-compare-data"></div>',
+            f'<script type="application/json" id="gw-compare-data">{timelines_state(cmp)}</script>',
+            "<h2>Charts</h2>", '<div class="gw-charts">']
+    for index, (caption, chart) in enumerate(all_charts(cmp)):
+        chart_id = f"gw-compare-chart-{index}"
+        body.append(f'<figure class="gw-chart-figure" aria-label="{html.escape(caption)}">'
+                    f'<div data-gw-chart="{chart_id}"></div></figure>'
+                    f'<script type="application/json" id="{chart_id}">{script_json(chart.to_dict())}</script>')
+    body.append("</div>")
+    body += ["<h2>Per warp role (warp index in its block)</h2>", _detail_table(cmp.roles, "role"),
+             "<h2>Per iteration (seq)</h2>", _detail_table(cmp.iterations, "seq")]
+    document = "\n".join([
+        "<!doctype html>", '<html lang="en"><head><meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>{html.escape(title)}</title>",
+        f"<style>{_static('widget.css')}\n{_static('report.css')}\n{_static('compare.css')}</style>",
+        '</head><body><main class="gw-report">', *body, "</main>",
+        f"<script>{_static('compare_report.js')}</script>", "</body></html>",
+    ])
+    Path(os.fspath(path)).write_text(document, encoding="utf-8")
