@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 from typing import Sequence
 
-from . import instrumentation_cost
+from . import autotune, instrumentation_cost, overhead
 from .analysis import scope_stats
 from .charts import all_charts
 from .serializers import embedded_state, script_json, timeline_payload
@@ -86,6 +86,8 @@ def _run_facts(trace: Trace) -> str:
     if trace.meta.get("created"):
         facts.append(f"recorded {trace.meta['created']}")
     facts += instrumentation_cost.summaries(trace.meta)
+    facts += [f"config {c}" for c in dict.fromkeys(launches["config"]) if c] if len(launches) else []
+    facts += autotune.summaries(trace.meta) + [overhead.summary(trace.overhead)]
     return " · ".join(html.escape(f) for f in facts)
 
 

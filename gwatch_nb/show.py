@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from . import analysis, instrumentation_cost
+from . import analysis, autotune, instrumentation_cost, overhead
 from .trace import Trace
 
 VIEWS = ("stats", "pipeline", "timeline", "concurrency", "outliers")
@@ -181,6 +181,7 @@ def _header(trace: Trace, selection: Selection, selected: pd.DataFrame, launch: 
         "selection": selection.describe(), "focus_launch": launch,
         "warnings": [str(w) for w in trace.warnings],
         "instrumentation": instrumentation_cost.summaries(trace.meta),
+        "autotune": autotune.summaries(trace.meta), "overhead": trace.overhead,
     }
 
 
@@ -468,6 +469,8 @@ def _format_header(h: dict, style: _Style) -> list[str]:
                      f"block {_triple(launch['block'])}{dot}{launch['warps']:,} warps{dot}"
                      f"span {style.time(launch['duration_ns'])}")
         lines.append(f"  records {launch['events_recorded']:,}{dot}dropped {dropped:,}{capacity}{dot}{clock}")
+        if launch["config"]:
+            lines.append(f"  config {launch['config']}" + (f" ({launch['autotune']})" if launch["autotune"] else ""))
     if len(h["launches"]) > len(shown):
         lines.append(f"... and {len(h['launches']) - len(shown)} more launches (choose one with --launch N)")
     selection = {k: v for k, v in h["selection"].items() if v not in (None, [])}
@@ -481,7 +484,7 @@ def _format_header(h: dict, style: _Style) -> list[str]:
             else:
                 parts.append(f"{key} {value if not isinstance(value, list) else ','.join(map(str, value))}")
         lines.append(f"selected: {', '.join(parts)}{dot}{h['selected_instances']:,} instances")
-    lines += h["instrumentation"]
+    lines += h["instrumentation"] + h["autotune"] + [overhead.summary(h["overhead"])]
     lines.append("warnings: none" if not h["warnings"] else "warnings:")
     lines += [f"  ! {w}" for w in h["warnings"]]
     return lines
