@@ -27,7 +27,7 @@ wheels (what each lacks is said below and handled here):
   ``backend.make_cubin(src, metadata, options, capability)`` (3.4–3.9) and
   ``triton.backends.nvidia.compiler.get_ptxas`` returning a tool with ``path`` and
   ``version`` (3.4–3.9; it takes the capability from 3.6 on, nothing before).
-- **Launch configurations** (``compiled_configs``, ``interpreted_constexprs``):
+- **Launch configurations** (``compiled_config``, ``compiled_configs``, ``interpreted_constexprs``):
   ``CompiledKernel.src`` is the ``ASTSource`` it was compiled from, whose ``constants``
   map ``(argument index,)`` to a value and whose ``fn.params[i].is_constexpr`` says which
   are ``tl.constexpr`` arguments; ``metadata`` holds ``num_warps``, ``num_stages``,
@@ -216,16 +216,16 @@ def ptxas_identity(metadata: dict) -> str:
 
 # ------------------------------------------------------------ launch configurations
 
-def _compiled_config(obj) -> dict:
+def compiled_config(obj) -> dict:
+    """The configuration (``launch_config``) a CompiledKernel was compiled for."""
     from . import launch_config
     metadata = metadata_dict(obj.metadata)
     src = getattr(obj, "src", None)
     fn = getattr(src, "fn", None)
-    constexprs = {}
-    if fn is not None and hasattr(src, "constants"):
-        for path, value in sorted(src.constants.items()):
-            if len(path) == 1 and fn.params[path[0]].is_constexpr:
-                constexprs[fn.arg_names[path[0]]] = value
+    if fn is None or not hasattr(src, "constants"):  # not compiled from a Python kernel: unknown
+        return launch_config.make(None, {k: metadata[k] for k in launch_config.OPTIONS if k in metadata})
+    constexprs = {fn.arg_names[path[0]]: value for path, value in sorted(src.constants.items())
+                  if len(path) == 1 and fn.params[path[0]].is_constexpr}
     return launch_config.make(constexprs, {k: metadata[k] for k in launch_config.OPTIONS if k in metadata})
 
 
@@ -236,7 +236,7 @@ def compiled_configs(handles) -> dict[int, dict]:
     wanted, found = set(handles), {}
     for obj in gc.get_objects():
         if issubclass(type(obj), CompiledKernel) and obj.function and int(obj.function) in wanted:
-            found[int(obj.function)] = _compiled_config(obj)
+            found[int(obj.function)] = compiled_config(obj)
     return found
 
 

@@ -5,6 +5,8 @@ import torch
 
 import autotuned
 from gwatch_nb import do_trace, load
+from gwatch_nb.cli import main
+from gwatch_nb.serializers import timeline_payload
 from gwatch_nb.errors import OptionError
 
 
@@ -38,6 +40,29 @@ def test_benchmark_launches_run_untraced_and_the_chosen_launch_is_kept(tmp_path)
     again = load(tmp_path / "t.json")
     assert again.launches.config.tolist() == launches.config.tolist()
     assert again.meta["autotune"] == trace.meta["autotune"] and again.overhead == trace.overhead
+
+
+def test_every_view_states_the_config_the_autotuning_and_the_untraced_cost(tmp_path, capsys):
+    _fresh_tuning()
+    x = torch.arange(80, dtype=torch.float32)
+    trace = do_trace(lambda: autotuned.run(x), "add_one", scope_name_map=autotuned.SCOPES,
+                     instrumentation_tier="interpreter")
+    label = _expected_label(autotuned.add_one.best_config)
+    tuned = f"autotune add_one: {len(autotuned.CONFIGS)} configs benchmarked"
+    cost = "tracing cost: not measured (the interpreter tier records host time"
+    trace.save(tmp_path / "t.json")
+    assert main(["show", str(tmp_path / "t.json")]) == 0
+    text = capsys.readouterr().out
+    assert f"config {label} (chosen)" in text and tuned in text and cost in text
+    assert main(["show", str(tmp_path / "t.json"), "--json"]) == 0
+    header = __import__("json").loads(capsys.readouterr().out)["runs"][0]["header"]
+    assert header["launches"][0]["config"] == label and header["overhead"] == trace.overhead
+    trace.to_html(tmp_path / "t.html")
+    page = (tmp_path / "t.html").read_text()
+    assert f"config {label}" in page and tuned in page and cost in page
+    payload = timeline_payload(trace)
+    assert payload["launches"][0]["config"] == label
+    assert payload["notes"][0].startswith(tuned) and payload["notes"][-1].startswith(cost)
 
 
 def test_a_cached_choice_is_traced_without_benchmarking():
