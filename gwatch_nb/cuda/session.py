@@ -160,7 +160,7 @@ class TraceSession:
         self._untraced_ms: dict[tuple[int, int], list[float]] = {}
         self._replayed_ms: dict[tuple[int, int], list[float]] = {}
         self._traced_ms: dict[tuple[int, int], list[float]] = {}
-        self._replaying = False
+        self._replaying: int | None = None  # the thread making the session's own replays
         self._configs: dict[tuple[int, int], dict] = {}
 
     # ------------------------------------------------------------ lifecycle
@@ -250,7 +250,7 @@ class TraceSession:
         self._problems.setdefault((kind, kernel), Problem(kind, kernel, message))
 
     def _on_launch(self, cbid: int, data: cupti.CallbackData) -> None:
-        if self._replaying:
+        if self._replaying == threading.get_ident():
             return  # the session's own untraced replays (baseline=N)
         began = time.perf_counter()
         name = data.symbolName.decode(errors="replace") if data.symbolName else "<unnamed>"
@@ -263,8 +263,11 @@ class TraceSession:
             limited = (not self.options.configs and self.options.max_launches is not None
                        and self._traced >= self.options.max_launches)
             role = self._autotune.role()
-            if limited or not self._autotune.keep(role) or (context, view.function) in self._skip:
-                self._time_untraced((context, view.function), view.stream, data.correlationId)
+            wanted = self._autotune.keep(role)
+            if limited or not wanted or (context, view.function) in self._skip:
+                # The autotuner's benchmark launches are not timed: it flushes the L2 cache between them.
+                if role is None or role.role != "benchmark":
+                    self._time_untraced((context, view.function), view.stream, data.correlationId)
                 return
             if driver.is_capturing(view.stream):
                 self._note("graph_capture", name, f"{name}: launched during CUDA graph capture; "
@@ -298,7 +301,7 @@ class TraceSession:
             self._traced += 1
 
     def _after_launch(self, cbid: int, data: cupti.CallbackData) -> None:
-        if self._replaying:
+        if self._replaying == threading.get_ident():
             return
         began = time.perf_counter()
         with self._lock:
@@ -333,7 +336,7 @@ class TraceSession:
         view = _launch_view(cbid, data.functionParams)
         events = [driver.event_record(launch.stream)]
         self._replay_events[launch.key] = events
-        self._replaying = True
+        self._replaying = threading.get_ident()
         try:
             for _ in range(self.options.baseline):
                 driver.relaunch(cupti.LAUNCH_CBIDS[cbid], view.params, launch.key[1])
@@ -341,7 +344,7 @@ class TraceSession:
         except driver.CudaError as error:
             self._note("internal", launch.kernel, f"{launch.kernel}: {error}; tracing cost not measured")
         finally:
-            self._replaying = False
+            self._replaying = None
 
     def _instrumented(self, context: int, function: int, name: str) -> InstrumentedKernel | None:
         if (context, function) in self._ready:
@@ -415,7 +418,8 @@ class TraceSession:
         """Wait for the pending launches, copy their records back, free their buffers."""
         broken = {}
         self._learn_configs({p.key for p in self._pending})
-        for context in {p.context for p in self._pending}:
+        timed = {key[0] for key in (*self._untraced_events, *self._replay_events)}
+        for context in {p.context for p in self._pending} | timed:
             try:
                 driver.synchronize_context(context)
             except driver.CudaError as error:
@@ -445,19 +449,29 @@ class TraceSession:
 
     def _collect_timings(self, broken: dict) -> None:
         """Untraced launches' kernel times from their events (the GPU has passed them)."""
-        for events, into in ((self._untraced_events, self._untraced_ms), (self._replay_events, self._replayed_ms)):
-            for key, recorded in events.items():
-                pairs = recorded if events is self._untraced_events else list(zip(recorded, recorded[1:]))
-                if key[0] not in broken:
-                    with driver.context_current(key[0]):
-                        into.setdefault(key, []).extend(driver.event_elapsed_ms(a, b) for a, b in pairs)
-                for event in (e for pair in pairs for e in pair) if events is self._untraced_events else recorded:
-                    driver.event_destroy(event)
-            if events is self._untraced_events:
-                events.clear()
-            else:  # keep the keys: each kernel is replayed once
-                for key in events:
-                    events[key] = []
+        for key, pairs in self._untraced_events.items():
+            self._untraced_ms.setdefault(key, []).extend(self._elapsed(key[0], pairs, broken))
+            for event in (event for pair in pairs for event in pair):
+                driver.event_destroy(event)
+        self._untraced_events.clear()
+        for key, events in self._replay_events.items():
+            self._replayed_ms.setdefault(key, []).extend(self._elapsed(key[0], list(zip(events, events[1:])), broken))
+            for event in events:
+                driver.event_destroy(event)
+            events.clear()  # the key stays: each kernel is replayed once
+
+    @staticmethod
+    def _elapsed(context: int, pairs: list, broken: dict) -> list[float]:
+        if context in broken:
+            return []
+        times = []
+        with driver.context_current(context):
+            for start, end in pairs:
+                try:
+                    times.append(driver.event_elapsed_ms(start, end))
+                except driver.CudaError:  # an event the GPU never reached: that launch is left out
+                    continue
+        return times
 
     def _learn_configs(self, keys: set[tuple[int, int]]) -> None:
         """Each compiled kernel's configuration (one heap scan for all new ones): its

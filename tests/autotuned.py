@@ -1,7 +1,9 @@
-"""An autotuned kernel with markers, for the interpreter tier's autotune tests.
+"""An autotuned kernel with markers, for the autotune tests of both tiers.
 
-The interpreter has no GPU benchmarker; ``host_bench`` times each config on the host
-as Triton's ``do_bench`` would on the GPU (several runs, quantiles of their times)."""
+On the GPU the autotuner benchmarks with Triton's own ``do_bench``. The interpreter
+has no GPU benchmarker; there ``host_bench`` times each config on the host as
+``do_bench`` would on the GPU (several runs, quantiles of their times)."""
+import os
 import time
 
 import numpy as np
@@ -12,8 +14,8 @@ import triton.language as tl
 from gwatch_nb.triton import scope_end, scope_start
 
 SCOPES = {1: "load", 2: "store"}
-CONFIGS = [triton.Config({"BLOCK": 16}, num_warps=2), triton.Config({"BLOCK": 32}, num_warps=4),
-           triton.Config({"BLOCK": 64}, num_warps=8, num_stages=2)]
+CONFIGS = [triton.Config({"BLOCK": 16}, num_warps=1), triton.Config({"BLOCK": 32}, num_warps=2),
+           triton.Config({"BLOCK": 64}, num_warps=4, num_stages=2)]
 BENCH_RUNS = 3
 
 
@@ -26,7 +28,8 @@ def host_bench(fn, quantiles):
     return [float(q) for q in np.quantile(times, quantiles)]
 
 
-@triton.autotune(configs=CONFIGS, key=["n"], do_bench=host_bench)
+@triton.autotune(configs=CONFIGS, key=["n"],
+                 do_bench=host_bench if os.environ.get("TRITON_INTERPRET") == "1" else None)
 @triton.jit
 def add_one(x, y, n, SCALE: tl.constexpr, BLOCK: tl.constexpr):
     offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
