@@ -69,7 +69,8 @@ def do_trace(fn: Callable[[], object], kernel_name_pattern: str, dsl: str = "tri
     untraced: the trace holds the user's own launches, with the chosen config
     (``trace.meta["autotune"]`` says what was left out). ``configs=True`` instead makes
     the autotuner benchmark again (its cached choices are forgotten) and traces one
-    launch of each config it tries; the result is then ``gwatch_nb.compare`` across them
+    launch of each config it tries (``launches`` does not apply; ``dump_path`` saves that
+    whole Trace); the result is then ``gwatch_nb.compare`` across them
     (``sweep_comparison``), the chosen config first and marked. ``baseline=N`` replays
     the first traced launch of each kernel N times untraced to measure what tracing cost
     (``trace.overhead``); only for kernels whose launches may be repeated, that is,
