@@ -84,14 +84,16 @@ class AutotuneWatch:
         finally:
             self._current.running = previous
 
-    def role(self) -> LaunchRole | None:
-        """What the launch this thread is making is to an autotuned kernel (None: no
-        autotuner is making it)."""
+    def role(self, kernel: str) -> LaunchRole | None:
+        """What this thread's launch of ``kernel`` is to an autotuned kernel (None: no
+        autotuner of that name is making it; a hook of the autotuner may launch others)."""
         if self._current.benchmarking is not None:
             tuner, config = self._current.benchmarking
-            return LaunchRole("benchmark", triton_compat.autotuner_name(tuner), config)
+            if triton_compat.autotuner_name(tuner) == kernel:
+                return LaunchRole("benchmark", kernel, config)
         tuner = self._current.running
-        if tuner is not None and triton_compat.best_config(tuner) is not None:
+        if (tuner is not None and triton_compat.autotuner_name(tuner) == kernel
+                and triton_compat.best_config(tuner) is not None):
             self._entry(tuner)
             return LaunchRole("chosen", triton_compat.autotuner_name(tuner),
                               triton_compat.autotune_config(triton_compat.best_config(tuner)))

@@ -115,7 +115,7 @@ class InterpreterRecorder:
 
         def on_launch(*args, **kwargs):
             self._launched[name] += 1
-            role = self._autotune.role() if matches else None
+            role = self._autotune.role(name) if matches else None
             keep = matches and self._autotune.keep(role) and (limit is None or len(self._launches) < limit)
             launch = _Launch(name, self._launch_info(kernel, role, args, kwargs)) if keep else None
             if launch is not None:

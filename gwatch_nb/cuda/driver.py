@@ -1,6 +1,8 @@
 """The CUDA driver calls tracing makes, through cuda-python, with errors turned into exceptions."""
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ..errors import GwatchError, NoGPUError
@@ -203,6 +205,12 @@ def event_destroy(event) -> None:
     _driver().cuEventDestroy(event)
 
 
+@functools.cache
+def _libcuda():
+    import ctypes
+    return ctypes.CDLL("libcuda.so.1")
+
+
 def relaunch(api_name: str, params, function: int) -> None:
     """Call the launch entry point ``api_name`` again with a launch's own parameter struct
     (as CUPTI hands it over), ``function`` in place of its kernel. Through libcuda
@@ -210,7 +218,7 @@ def relaunch(api_name: str, params, function: int) -> None:
     import ctypes
     fields = [(name, kind) for name, kind in params._fields_
               if not (name == "extra" and api_name.startswith("cuLaunchCooperative"))]
-    entry = getattr(ctypes.CDLL("libcuda.so.1"), api_name)
+    entry = getattr(_libcuda(), api_name)
     entry.argtypes, entry.restype = [kind for _, kind in fields], ctypes.c_int
     status = entry(*[function if name == "f" else getattr(params, name) for name, _ in fields])
     if status != 0:

@@ -262,7 +262,7 @@ class TraceSession:
             context = data.context or 0
             limited = (not self.options.configs and self.options.max_launches is not None
                        and self._traced >= self.options.max_launches)
-            role = self._autotune.role()
+            role = self._autotune.role(name)
             wanted = self._autotune.keep(role)
             if limited or not wanted or (context, view.function) in self._skip:
                 # The autotuner's benchmark launches are not timed: it flushes the L2 cache between them.
