@@ -16,6 +16,8 @@ from .trace import Trace
 
 SUPPORTED_DSLS = ("triton",)
 SUPPORTED_TIERS = tuple(tiers.TIERS)
+_NOT_BENCHMARKED = ("configs=True: no autotuner benchmarked a kernel matching {!r} while fn ran (only "
+                    "triton.autotune kernels with more than one config are benchmarked)")
 
 
 def _check_dsl(dsl: str) -> None:
@@ -123,6 +125,8 @@ def finish(session: tiers.TracingSession, scope_name_map: Mapping[int, str] | No
     if not records:
         if problems:
             raise TraceFailedError("; ".join(p.message for p in problems), problems[0].kind)
+        if session.options.configs and any(session.options.pattern.search(k) for k in session.launched):
+            raise NoMatchingKernelError(_NOT_BENCHMARKED.format(session.options.pattern.pattern))
         hint = "" if session.launched else tiers.TIERS[session.tier].nothing_launched_hint
         raise NoMatchingKernelError(f"no launched kernel matched {session.options.pattern.pattern!r}; "
                                     f"{_describe_launched(session.launched)}{hint}")
@@ -140,9 +144,7 @@ def sweep_comparison(trace: Trace):
     launches = trace.launches
     tuned = trace.meta.get("autotune", {})
     if "autotune" not in launches or not (launches["autotune"] == "benchmark").any():
-        raise NoMatchingKernelError(f"configs=True: no autotuner benchmarked a kernel matching "
-                                    f"{trace.meta['kernel_name_pattern']!r} while fn ran (a kernel with a single "
-                                    f"config is never benchmarked)")
+        raise NoMatchingKernelError(_NOT_BENCHMARKED.format(trace.meta["kernel_name_pattern"]))
     chosen = {entry["chosen"] for entry in tuned.values()}
     runs = []
     for label in dict.fromkeys(launches["config"]):

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 import autotuned
-from gwatch_nb import do_trace, load
+from gwatch_nb import NoMatchingKernelError, do_trace, load
 from gwatch_nb.cli import main
 from gwatch_nb.serializers import timeline_payload
 from gwatch_nb.errors import OptionError
@@ -88,6 +88,14 @@ def test_configs_sweep_traces_each_config_once_and_marks_the_chosen_one():
     assert sorted(cmp.labels[1:]) == sorted(_expected_label(c) for c in autotuned.CONFIGS if c is not best)
     assert not any("(chosen)" in label for label in cmp.labels[1:])
     assert set(cmp.df.scope) >= set(autotuned.SCOPES.values())
+
+
+def test_a_sweep_of_a_kernel_that_is_not_autotuned_says_so():
+    import attention
+    q = torch.randn(1, 1, 128, 64, dtype=torch.float16)
+    with pytest.raises(NoMatchingKernelError, match=r"configs=True: no autotuner benchmarked a kernel matching "
+                                                    r"'attn_fwd' while fn ran"):
+        do_trace(lambda: attention.attention(q, q, q), "attn_fwd", instrumentation_tier="interpreter", configs=True)
 
 
 def test_a_plain_kernel_carries_its_constexprs():
