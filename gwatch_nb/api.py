@@ -16,6 +16,8 @@ from .trace import Trace
 
 SUPPORTED_DSLS = ("triton",)
 SUPPORTED_TIERS = tuple(tiers.TIERS)
+_NOT_BENCHMARKED = ("configs=True: no autotuner benchmarked a kernel matching {!r} while fn ran (only "
+                    "triton.autotune kernels with more than one config are benchmarked)")
 
 
 def _check_dsl(dsl: str) -> None:
@@ -51,7 +53,7 @@ def _describe_launched(launched: Mapping[str, int]) -> str:
 def do_trace(fn: Callable[[], object], kernel_name_pattern: str, dsl: str = "triton",
              scope_name_map: Mapping[int, str] | None = None, instrumentation_tier: str = "ptx",
              capacity: int | None = None, launches="all", scopes: Iterable[int | str] | None = None, *,
-             warmup: int = 0, rep: int = 1, dump_path=None) -> Trace:
+             warmup: int = 0, rep: int = 1, dump_path=None, configs: bool = False, baseline: int = 0):
     """Run ``fn()`` and trace every launch of a kernel whose name matches
     ``kernel_name_pattern`` (``re.search``).
 
@@ -66,12 +68,25 @@ def do_trace(fn: Callable[[], object], kernel_name_pattern: str, dsl: str = "tri
     ``dump_path``: also save the Trace there (the ``.json`` archive ``gwatch show`` and
     ``gwatch_nb.load`` read, whatever the extension).
 
+    Launches an autotuner (``triton.autotune``) makes while it benchmarks its configs run
+    untraced: the trace holds the user's own launches, with the chosen config
+    (``trace.meta["autotune"]`` says what was left out). ``configs=True`` instead makes
+    the autotuner benchmark again (its cached choices are forgotten) and traces one
+    launch of each config it tries (``launches`` does not apply; ``dump_path`` saves that
+    whole Trace); the result is then ``gwatch_nb.compare`` across them
+    (``sweep_comparison``), the chosen config first and marked. ``baseline=N`` replays
+    the first traced launch of each kernel N times untraced to measure what tracing cost
+    (``trace.overhead``); only for kernels whose launches may be repeated, that is,
+    kernels that do not write their own inputs. Without it the cost is measured from
+    untraced launches fn makes of the same kernel and config (beyond ``launches``, or
+    the autotuner's benchmark launches), where there are any.
+
     Raises NoMatchingKernelError (listing what did launch) when nothing matched, and
     TraceFailedError when matching launches could not be traced."""
     _check_dsl(dsl)
     warmup, rep = _runs("warmup", warmup, 0), _runs("rep", rep, 1)
     options = TraceOptions(kernel_name_pattern, instrumentation_tier, capacity, launches,
-                           chosen_scopes(scopes, scope_name_map))
+                           chosen_scopes(scopes, scope_name_map), configs, baseline)
     for _ in range(warmup):
         fn()
     session = start(options)
@@ -87,7 +102,7 @@ def do_trace(fn: Callable[[], object], kernel_name_pattern: str, dsl: str = "tri
         warnings.warn(str(warning), GwatchWarning, stacklevel=2)
     if dump_path is not None:
         trace.save(dump_path)
-    return trace
+    return sweep_comparison(trace) if configs else trace
 
 
 def start(options: TraceOptions) -> tiers.TracingSession:
@@ -110,9 +125,45 @@ def finish(session: tiers.TracingSession, scope_name_map: Mapping[int, str] | No
     if not records:
         if problems:
             raise TraceFailedError("; ".join(p.message for p in problems), problems[0].kind)
+        if session.options.configs and any(session.options.pattern.search(k) for k in session.launched):
+            raise NoMatchingKernelError(_NOT_BENCHMARKED.format(session.options.pattern.pattern))
         hint = "" if session.launched else tiers.TIERS[session.tier].nothing_launched_hint
         raise NoMatchingKernelError(f"no launched kernel matched {session.options.pattern.pattern!r}; "
                                     f"{_describe_launched(session.launched)}{hint}")
     meta = _meta(session)
     meta["problems"] = [dataclasses.asdict(p) for p in problems]
     return Trace(records, scope_name_map, meta)
+
+
+def sweep_comparison(trace: Trace):
+    """A ``configs=True`` trace as ``gwatch_nb.compare`` across its configs: one run per
+    config (labelled by it), the autotuner's chosen one first and marked "(chosen)"; the
+    whole trace stays reachable as ``.sweep``. Raises NoMatchingKernelError when no
+    autotuner benchmarked two configs or more of a matching kernel."""
+    from .comparison import compare
+    launches = trace.launches
+    tuned = trace.meta.get("autotune", {})
+    if "autotune" not in launches or not (launches["autotune"] == "benchmark").any():
+        raise NoMatchingKernelError(_NOT_BENCHMARKED.format(trace.meta["kernel_name_pattern"]))
+    chosen = {entry["chosen"] for entry in tuned.values()}
+    runs = []
+    for label in dict.fromkeys(launches["config"]):
+        rows = launches.index[launches["config"] == label]
+        picked = _is_chosen(trace.records[rows[0]].info["config"], chosen)
+        runs.append((picked, f"{label} (chosen)" if picked else label,
+                     Trace([trace.records[i] for i in rows], trace.scope_names, trace.meta)))
+    if len(runs) < 2:
+        raise NoMatchingKernelError(f"configs=True: only one config of {', '.join(tuned) or 'the kernel'} was traced; "
+                                    f"nothing to compare")
+    runs.sort(key=lambda run: not run[0])
+    comparison = compare(*[run[2] for run in runs], labels=[run[1] for run in runs])
+    comparison.sweep = trace
+    return comparison
+
+
+def _is_chosen(config: dict, chosen_labels: set) -> bool:
+    """Whether a launch's configuration is the autotuner's choice (whose label names only
+    what the autotuner's Config sets)."""
+    from . import launch_config
+    return any(all(part in launch_config.label(config).split() for part in label.split())
+               for label in chosen_labels if label)

@@ -77,7 +77,7 @@ def timelines_state(cmp: "Comparison", height: int = TIMELINE_HEIGHT) -> str:
 
 
 def write_html(cmp: "Comparison", path, title: str | None = None) -> None:
-    from . import __version__
+    from ._version import __version__
 
     title = title if title is not None else "gwatch-nb comparison: " + " vs ".join(cmp.labels)
     generated = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")

@@ -18,9 +18,8 @@ import pandas as pd
 from .analysis import warp_activity
 from .compare_stats import (LEVEL, MIN_UNITS, RESAMPLES, SEED, Change, compare_groups, compare_units, ratio_mean,
                             verdict)
-from .trace import Trace
+from .trace import WARP_KEY, Trace
 
-WARP_KEYS = ["launch", "block_x", "block_y", "block_z", "warp"]
 #: The tail of a launch: from when this share of its warps had exited to the last exit.
 TAIL_QUANTILE = 0.95
 CHANGE_COLUMNS = ["change", "ci_low", "ci_high", "verdict"]
@@ -58,7 +57,7 @@ class _Run:
     @functools.cached_property
     def warp_of_row(self) -> tuple[np.ndarray, int]:
         """Each instance's warp (unit) index, and how many warps have instances."""
-        codes = self.df.groupby(WARP_KEYS, observed=True, sort=False).ngroup().to_numpy()
+        codes = self.df.groupby(list(WARP_KEY), observed=True, sort=False).ngroup().to_numpy()
         return codes, int(codes.max()) + 1 if len(codes) else 0
 
     def unit_matrix(self, by: list[str], keys: list[tuple]) -> tuple[np.ndarray, np.ndarray]:

@@ -11,7 +11,7 @@ import html
 from pathlib import Path
 from typing import Sequence
 
-from . import instrumentation_cost
+from . import autotune, instrumentation_cost, overhead
 from ._version import __version__
 from .analysis import scope_stats
 from .charts import all_charts
@@ -76,6 +76,8 @@ def _run_facts(trace: Trace) -> str:
     if trace.meta.get("created"):
         facts.append(f"recorded {trace.meta['created']}")
     facts += instrumentation_cost.summaries(trace.meta)
+    facts += [f"config {c}" for c in dict.fromkeys(launches["config"]) if c] if len(launches) else []
+    facts += autotune.summaries(trace.meta) + [overhead.summary(trace.overhead)]
     return " · ".join(html.escape(f) for f in facts)
 
 

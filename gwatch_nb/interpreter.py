@@ -16,7 +16,8 @@ from collections import Counter
 
 import numpy as np
 
-from . import triton_compat
+from . import launch_config, overhead, triton_compat
+from .autotune import AutotuneWatch
 from .layout import make_tag
 from .options import TraceOptions
 from .records import WARP_DTYPE, LaunchRecords
@@ -34,8 +35,9 @@ def record(scope_id: int, is_end: bool) -> None:
 
 
 class _Launch:
-    def __init__(self, kernel: str):
+    def __init__(self, kernel: str, info: dict):
         self.kernel = kernel
+        self.info = info  # the launch's config and autotune role (LaunchRecords.info)
         self.grid = (1, 1, 1)
         self.pids: list[tuple[int, int, int]] = []
         self.times: list[int] = []
@@ -62,6 +64,7 @@ class InterpreterRecorder:
         self._launches: list[_Launch] = []
         self._hooked: list = []
         self._current = _Current()
+        self._autotune = AutotuneWatch(options.configs)
 
     @property
     def launched(self) -> Counter[str]:
@@ -70,9 +73,10 @@ class InterpreterRecorder:
     def start(self) -> None:
         global _active
         for kernel in triton_compat.interpreted_kernels():
-            hook = self._hook_for(kernel.__name__)
+            hook = self._hook_for(kernel)
             triton_compat.add_pre_run_hook(kernel, hook)
             self._hooked.append((kernel, hook))
+        self._autotune.start()
         _active = self
 
     def stop(self) -> None:
@@ -82,6 +86,7 @@ class InterpreterRecorder:
         for kernel, hook in self._hooked:
             triton_compat.remove_pre_run_hook(kernel, hook)
         self._hooked.clear()
+        self._autotune.stop()
         for launch in self._launches:
             if launch.times:
                 self._records.append(self._to_records(launch, self.options.capacity))
@@ -97,21 +102,36 @@ class InterpreterRecorder:
         return list(self._problems)
 
     def meta(self) -> dict:
-        return {}
+        """``autotune`` (autotune.AutotuneWatch.meta) and ``overhead``: never measured
+        here, host times of the CPU interpreter having no untraced GPU time to compare."""
+        return {**self._autotune.meta(),
+                "overhead": overhead.not_measured("the interpreter tier records host time on the CPU; "
+                                                  "tracing cost is a GPU figure")}
 
-    def _hook_for(self, name: str):
+    def _hook_for(self, kernel):
+        name = kernel.__name__
         matches = bool(self.options.pattern.search(name))
-        limit = self.options.max_launches
+        limit = self.options.max_launches if not self.options.configs else None
 
         def on_launch(*args, **kwargs):
             self._launched[name] += 1
-            keep = matches and (limit is None or len(self._launches) < limit)
-            launch = _Launch(name) if keep else None
+            role = self._autotune.role(name) if matches else None
+            keep = matches and self._autotune.keep(role) and (limit is None or len(self._launches) < limit)
+            launch = _Launch(name, self._launch_info(kernel, role, args, kwargs)) if keep else None
             if launch is not None:
                 self._launches.append(launch)
             self._current.launch = launch
 
         return on_launch
+
+    @staticmethod
+    def _launch_info(kernel, role, args: tuple, kwargs: dict) -> dict:
+        """The launch's configuration: its constexprs, and where an autotuner launches it,
+        the compile options of that autotuner's Config (the interpreter has no others)."""
+        config = launch_config.make(triton_compat.interpreted_constexprs(kernel, args, kwargs), {})
+        if role is None:
+            return {"config": config}
+        return {"config": launch_config.merged(config, role.config), "autotune": role.role}
 
     def add(self, scope_id: int, is_end: bool) -> None:
         now = time.perf_counter_ns()
@@ -147,4 +167,4 @@ class InterpreterRecorder:
         warps["n_dropped"] = attempted - kept
         return LaunchRecords(kernel=launch.kernel, grid=launch.grid, block=(1, 1, 1), capacity=capacity or 0,
                              warps=warps, cycles=times[keep], tags=tags[keep],
-                             info={"device": "Triton interpreter (CPU)"})
+                             info={"device": "Triton interpreter (CPU)", **launch.info})

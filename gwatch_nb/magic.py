@@ -23,7 +23,7 @@ from IPython.core.magic import Magics, cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 from IPython.display import display
 
-from . import api, triton_compat
+from . import api, autotune, overhead, triton_compat
 from .errors import GwatchError, NoMatchingKernelError, OptionError, TraceFailedError
 from .options import TraceOptions, tier_choices
 from .scopes import chosen_scopes
@@ -31,7 +31,7 @@ from .trace import Trace
 
 #: The magic's flag for each option of TraceOptions and do_trace.
 FLAGS = {"kernel_name_pattern": "-k", "capacity": "-c", "launches": "-l", "scopes": "-s",
-         "instrumentation_tier": "-t"}
+         "instrumentation_tier": "-t", "configs": "--configs", "baseline": "--baseline"}
 #: Names the magic sets in the user's namespace.
 TRACE_VARIABLE, WIDGET_VARIABLE = "_gwatch", "_gwatch_widget"
 
@@ -98,6 +98,10 @@ class GwatchMagics(Magics):
     @argument("-l", "--launches", default="all", help="which matching launches to trace: first, all, or N")
     @argument("-t", "--tier", default="auto", choices=list(tier_choices()),
               help="ptx: on the GPU; interpreter: host time under TRITON_INTERPRET=1; auto: the GPU if there is one")
+    @argument("--configs", action="store_true", help="an autotuned kernel: trace one launch of each config the "
+              "autotuner tries (it benchmarks again) and show the comparison across them, the chosen one marked")
+    @argument("--baseline", type=int, default=0, help="replay the first traced launch N times untraced to measure "
+              "what tracing cost (only for kernels that do not write their own inputs)")
     @argument("--no-widget", action="store_true", help=f"do not display the timeline (kept in {WIDGET_VARIABLE}) "
               "and charts")
     @cell_magic
@@ -113,8 +117,8 @@ class GwatchMagics(Magics):
         try:
             scopes = None if args.scopes is None else chosen_scopes(
                 [part for part in args.scopes.split(",") if part.strip()], names)
-            options = TraceOptions(args.kernel, args.tier, args.capacity, args.launches, scopes,
-                                   on_instrument=progress.instrumenting)
+            options = TraceOptions(args.kernel, args.tier, args.capacity, args.launches, scopes, args.configs,
+                                   args.baseline, on_instrument=progress.instrumenting)
             session = api.start(options)
         except OptionError as error:
             typed = {"scopes": args.scopes, "launches": args.launches, "kernel_name_pattern": args.kernel}
@@ -145,18 +149,25 @@ class GwatchMagics(Magics):
             raise UsageError(f"the cell raised {type(error).__name__}; the trace was stopped and discarded")
         try:
             trace = api.finish(session, names)
+            comparison = api.sweep_comparison(trace) if args.configs else None
         except (NoMatchingKernelError, TraceFailedError) as error:
             raise UsageError(in_flags(f"gwatch: {error}")) from None
-        self.shell.user_ns[TRACE_VARIABLE] = trace
+        self.shell.user_ns[TRACE_VARIABLE] = comparison or trace
         if args.output:
-            self.shell.user_ns[args.output] = trace
-        self._report(trace, args.no_widget)
+            self.shell.user_ns[args.output] = comparison or trace
+        self._report(trace, args.no_widget or comparison is not None)
+        if comparison is not None:
+            print("gwatch: configs compared: " + "; ".join(comparison.labels))
+            if not args.no_widget:
+                display(comparison)
 
     def _report(self, trace, no_widget: bool) -> None:
         launches = trace.launches
         print(f"gwatch: {len(launches)} launch(es) of {', '.join(sorted(set(launches.kernel)))}, "
               f"{int(launches.scope_instances.sum()):,} scope instances on {int(launches.warps.sum()):,} warps "
               f"({trace.meta['time_source']})")
+        for line in autotune.summaries(trace.meta) + [overhead.summary(trace.overhead)]:
+            print(f"gwatch: {line}")
         for warning in trace.warnings:
             print(in_flags(f"gwatch warning: {warning}"))
         if not no_widget:

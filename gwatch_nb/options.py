@@ -39,6 +39,10 @@ class TraceOptions:
     (``re.search``). ``tier``: one of ``tier_choices()``. ``capacity``: events per warp (None:
     the tier's default). ``launches``: "all", "first" or N matching launches.
     ``scopes``: the scope ids to record (``scopes.chosen_scopes``), None for all.
+    ``configs``: for an autotuned kernel, trace one launch of each config the autotuner
+    tries (autotune.py) instead of the user's own launch. ``baseline``: replay the first
+    traced launch of each kernel this many times untraced, to time what tracing cost
+    (only for kernels whose launches may be repeated: they must not write their inputs).
     ``on_instrument``: told a kernel's name before it is instrumented (the first time
     can take a second)."""
     kernel_name_pattern: str
@@ -46,6 +50,8 @@ class TraceOptions:
     capacity: int | None = None
     launches: int | str = "all"
     scopes: frozenset[int] | None = None
+    configs: bool = False
+    baseline: int = 0
     on_instrument: Callable[[str], None] | None = field(default=None, compare=False)
     pattern: re.Pattern = field(init=False, repr=False, compare=False)
     max_launches: int | None = field(init=False, repr=False, compare=False)
@@ -66,5 +72,9 @@ class TraceOptions:
             raise OptionError("capacity", capacity, f"must be at least {MIN_CAPACITY} events per warp")
         if self.scopes is not None and not isinstance(self.scopes, frozenset):
             raise OptionError("scopes", self.scopes, "must be the frozenset of ids scopes.chosen_scopes gives")
+        if not isinstance(self.configs, bool):
+            raise OptionError("configs", self.configs, "must be True or False")
+        if isinstance(self.baseline, bool) or not isinstance(self.baseline, int) or self.baseline < 0:
+            raise OptionError("baseline", self.baseline, "must be a whole number of untraced replays (0: none)")
         object.__setattr__(self, "pattern", pattern)
         object.__setattr__(self, "max_launches", _max_launches(self.launches))

@@ -78,7 +78,8 @@ def timeline_payload(trace: "Trace") -> dict:
         duration = max(int(row.duration_ns), int(last_end.get(row.launch, 0)))
         launch_info.append({"kernel": str(row.kernel), "grid": [int(g) for g in row.grid],
                             "block": [int(b) for b in row.block], "duration_ns": duration,
-                            "warps": int(row.warps), "instances": int(row.scope_instances)})
+                            "warps": int(row.warps), "instances": int(row.scope_instances),
+                            "config": str(row.config)})
     return {
         "version": PAYLOAD_VERSION,
         "tier": trace.meta["tier"],
@@ -86,6 +87,7 @@ def timeline_payload(trace: "Trace") -> dict:
         "launches": launch_info,
         "scopes": {"names": names, "colors": scope_colours(len(names))},
         "warnings": [str(w) for w in trace.warnings],
+        "notes": _notes(trace),
         "warps": {
             "launch": binary_array(_unsigned(warps["launch"])),
             "sm": binary_array(_unsigned(warps["sm"])),
@@ -132,3 +134,10 @@ def script_json(value) -> str:
 def embedded_state(payload: dict, **traits) -> str:
     """A widget state (the payload and other traits) for an HTML page, binary arrays as zlib + base64."""
     return script_json({"payload": _pack_buffers(payload), **traits})
+
+
+def _notes(trace) -> list[str]:
+    """The header lines every view shows besides warnings: autotuning, tracing cost."""
+    from .autotune import summaries
+    from .overhead import summary
+    return summaries(trace.meta) + [summary(trace.overhead)]

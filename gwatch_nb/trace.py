@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
 
 import numpy as np
 
+from . import launch_config
 from .records import PROBLEM_KINDS, ZERO_LENGTH_REASON, Intervals, LaunchRecords, pair_scopes, zero_length_scopes
 from .timebase import ClockModel, fit_clock
 
@@ -215,8 +216,15 @@ class Trace:
                 "duration_ns": int(end.max()) if len(end) else 0,
                 "scope_instances": len(launch.intervals.scope_id),
                 "missing_warps": int(r.info.get("missing_warps", 0)),
+                "config": launch_config.label(r.info.get("config")), "autotune": r.info.get("autotune"),
             })
         return pd.DataFrame(rows)
+
+    @property
+    def overhead(self) -> dict:
+        """What tracing cost (overhead.py says the shape): measured, or why not."""
+        from .overhead import not_measured
+        return self.meta.get("overhead") or not_measured("this trace was made before tracing cost was measured")
 
     # ------------------------------------------------------------ problems
 

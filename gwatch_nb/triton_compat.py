@@ -1,6 +1,6 @@
 """Every use of Triton's internals, in one place.
 
-gwatch-nb reaches past Triton's public API at six points. Each is here, with the
+gwatch-nb reaches past Triton's public API at eight points. Each is here, with the
 Triton versions it is known to work on: 3.6.0 runs on the H200 (tests/gpu_checks.sh),
 3.9.0 runs the CPU test suite, and 3.4.0, 3.5.0 and 3.6.0 were read in their released
 wheels (what each lacks is said below and handled here):
@@ -27,6 +27,20 @@ wheels (what each lacks is said below and handled here):
   ``backend.make_cubin(src, metadata, options, capability)`` (3.4–3.9) and
   ``triton.backends.nvidia.compiler.get_ptxas`` returning a tool with ``path`` and
   ``version`` (3.4–3.9; it takes the capability from 3.6 on, nothing before).
+- **Launch configurations** (``compiled_config``, ``compiled_configs``, ``interpreted_constexprs``):
+  ``CompiledKernel.src`` is the ``ASTSource`` it was compiled from, whose ``constants``
+  map ``(argument index,)`` to a value and whose ``fn.params[i].is_constexpr`` says which
+  are ``tl.constexpr`` arguments; ``metadata`` holds ``num_warps``, ``num_stages``,
+  ``num_ctas``, ``maxnreg`` (3.6–3.9). An interpreted kernel's constexprs are the
+  arguments annotated ``tl.constexpr`` (``jit._normalize_ty`` gives "constexpr") (3.6–3.9).
+- **Autotuner** (``autotuners``, ``watch_autotuner``, ``retune``, ``autotune_config``,
+  ``best_config``): ``triton.runtime.autotuner.Autotuner`` is launched through its
+  ``run(*args, **kwargs)``; when its ``cache`` (a dict: tuning key -> Config) lacks the
+  call's key it calls ``_bench(*args, config=Config, **meta)`` once per pruned config,
+  each timing many launches of that config (its ``do_bench``), then sets ``best_config``
+  and launches the chosen one; ``cache_results`` sends it to a disk cache first; a
+  ``Config`` has ``kwargs``, ``num_warps``, ``num_stages``, ``num_ctas``, ``maxnreg``;
+  ``base_fn`` is the kernel's Python function (3.6 and 3.9 read: the same).
 - **Driver choice** (``is_missing_gpu_driver``): a kernel compiled for a GPU, launched
   where Triton finds no GPU driver, raises ``RuntimeError("0 active drivers (...)")``
   (3.4–3.9).
@@ -198,6 +212,101 @@ def ptxas_identity(metadata: dict) -> str:
     _, capability, options = _target_and_options(metadata)
     tool = ptxas(capability)
     return f"{tool.path}|{tool.version}|{sorted(options.items())}"
+
+
+# ------------------------------------------------------------ launch configurations
+
+def compiled_config(obj) -> dict:
+    """The configuration (``launch_config``) a CompiledKernel was compiled for."""
+    from . import launch_config
+    metadata = metadata_dict(obj.metadata)
+    src = getattr(obj, "src", None)
+    fn = getattr(src, "fn", None)
+    if fn is None or not hasattr(src, "constants"):  # not compiled from a Python kernel: unknown
+        return launch_config.make(None, {k: metadata[k] for k in launch_config.OPTIONS if k in metadata})
+    constexprs = {fn.arg_names[path[0]]: value for path, value in sorted(src.constants.items())
+                  if len(path) == 1 and fn.params[path[0]].is_constexpr}
+    return launch_config.make(constexprs, {k: metadata[k] for k in launch_config.OPTIONS if k in metadata})
+
+
+def compiled_configs(handles) -> dict[int, dict]:
+    """The configuration (``launch_config``) of each loaded CompiledKernel whose CUfunction
+    handle is among ``handles`` (one pass over the heap)."""
+    from triton.compiler.compiler import CompiledKernel
+    wanted, found = set(handles), {}
+    for obj in gc.get_objects():
+        if issubclass(type(obj), CompiledKernel) and obj.function and int(obj.function) in wanted:
+            found[int(obj.function)] = compiled_config(obj)
+    return found
+
+
+def interpreted_constexprs(kernel, args: tuple, kwargs: dict) -> dict:
+    """The ``tl.constexpr`` arguments of one launch of an interpreted kernel, by name, from
+    the arguments its pre-run hook receives."""
+    from triton.runtime.jit import _normalize_ty
+    annotations = inspect.get_annotations(kernel.fn)
+    given = {**dict(zip(kernel.arg_names, args)), **kwargs}
+    return {name: given[name] for name in kernel.arg_names
+            if name in given and _normalize_ty(annotations.get(name)) == "constexpr"}
+
+
+# ------------------------------------------------------------ autotuner
+
+def autotuners() -> list:
+    """Every ``triton.autotune`` kernel object of this process."""
+    from triton.runtime.autotuner import Autotuner
+    return [obj for obj in gc.get_objects() if issubclass(type(obj), Autotuner)]
+
+
+def autotuner_name(tuner) -> str:
+    """The kernel's name, as its launches carry it."""
+    return tuner.base_fn.__name__
+
+
+def autotune_config(config) -> dict:
+    """A ``triton.Config`` as a configuration (``launch_config``)."""
+    from . import launch_config
+    return launch_config.make(config.kwargs, {k: getattr(config, k) for k in launch_config.OPTIONS})
+
+
+def best_config(tuner):
+    """The Config the autotuner chose at its latest call (None before any)."""
+    return getattr(tuner, "best_config", None)
+
+
+def watch_autotuner(tuner, benchmarking: Callable, running: Callable) -> None:
+    """Run every benchmark of a config inside the context ``benchmarking(tuner, config)``
+    and every call of the autotuned kernel inside ``running(tuner)`` (until
+    ``unwatch_autotuner``)."""
+    bench, run = tuner._bench, tuner.run
+
+    def watched_bench(*args, config, **meta):
+        with benchmarking(tuner, config):
+            return bench(*args, config=config, **meta)
+
+    def watched_run(*args, **kwargs):
+        with running(tuner):
+            return run(*args, **kwargs)
+
+    tuner._bench, tuner.run = watched_bench, watched_run
+
+
+def unwatch_autotuner(tuner) -> None:
+    for name in ("_bench", "run"):
+        tuner.__dict__.pop(name, None)
+
+
+def retune(tuner) -> Callable[[], None]:
+    """Make the autotuner benchmark every config again at its next call (its choices
+    forgotten, its disk cache skipped); returns what turns the disk cache back on."""
+    tuner.cache.clear()
+    cache_results = tuner.cache_results
+    tuner.cache_results = False
+
+    def restore() -> None:
+        tuner.cache_results = cache_results
+
+    return restore
 
 
 # ------------------------------------------------------------ driver choice

@@ -200,3 +200,18 @@ def test_sections_runs_launches_and_charts_all_work(session, tmp_path, attention
     assert outer["count"] and inner["count"]
     assert min(inner["ys"]) > min(outer["ys"]) and max(inner["ys"]) > max(outer["ys"])
     session.assert_clean()
+
+
+def test_the_header_states_the_launch_config_and_what_tracing_cost(session, attention, tmp_path):
+    from gwatch_nb import launch_config, overhead
+    config = launch_config.make({"BLOCK_M": 128, "BLOCK_N": 64}, {"num_warps": 4, "num_stages": 3, "num_ctas": 1})
+    cost = overhead.measure({"attn": ([0.70, 0.71], [0.66, 0.65, 0.66])}, "replay", "unused")
+    trace = Trace([dataclasses.replace(r, info={**r.info, "config": config}) for r in attention.records],
+                            attention.scope_names, {**attention.meta, "overhead": cost})
+    trace.to_html(tmp_path / "t.html")
+    timeline = session.open(tmp_path / "t.html")
+    assert timeline.query_selector(".gw-status").inner_text().endswith(" · " + launch_config.label(config))
+    notes = timeline.query_selector(".gw-notes")
+    assert notes.inner_text() == f"tracing cost: {cost['slowdown_pct']:+.1f}% kernel time"
+    assert notes.get_attribute("title") == overhead.summary(cost)
+    session.assert_clean()

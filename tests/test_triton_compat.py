@@ -58,3 +58,18 @@ def test_tritons_missing_driver_error_is_recognised():
         basics.vector_add[(1,)](x, x, torch.empty_like(x), 16, BLOCK=16)
     assert triton_compat.is_missing_gpu_driver(caught.value)
     assert not triton_compat.is_missing_gpu_driver(RuntimeError("out of memory"))
+
+
+def test_a_compiled_kernels_config_is_its_constexprs_and_compile_options():
+    compiled = _compile(basics.vector_add_marked, SIGNATURE, (("BLOCK", 128),), 8, 2)
+    config = triton_compat.compiled_config(compiled)
+    assert config == {"constexprs": {"BLOCK": 128}, "num_warps": 8, "num_stages": 2, "num_ctas": 1, "maxnreg": None}
+    from gwatch_nb import launch_config
+    assert launch_config.label(config) == "BLOCK=128 num_warps=8 num_stages=2 num_ctas=1"
+
+
+def test_an_autotune_config_reads_as_a_launch_config():
+    import triton
+    config = triton.Config({"BLOCK_N": 64, "DTYPE": triton.language.float16}, num_warps=4, num_stages=5, maxnreg=128)
+    assert triton_compat.autotune_config(config) == {
+        "constexprs": {"BLOCK_N": 64, "DTYPE": "fp16"}, "num_warps": 4, "num_stages": 5, "num_ctas": 1, "maxnreg": 128}

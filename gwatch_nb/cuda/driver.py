@@ -1,6 +1,8 @@
 """The CUDA driver calls tracing makes, through cuda-python, with errors turned into exceptions."""
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ..errors import GwatchError, NoGPUError
@@ -201,3 +203,23 @@ def event_elapsed_ms(start, end) -> float:
 
 def event_destroy(event) -> None:
     _driver().cuEventDestroy(event)
+
+
+@functools.cache
+def _libcuda():
+    import ctypes
+    return ctypes.CDLL("libcuda.so.1")
+
+
+def relaunch(api_name: str, params, function: int) -> None:
+    """Call the launch entry point ``api_name`` again with a launch's own parameter struct
+    (as CUPTI hands it over), ``function`` in place of its kernel. Through libcuda
+    itself: cuda-python's launch calls take objects, not the driver's own structs."""
+    import ctypes
+    fields = [(name, kind) for name, kind in params._fields_
+              if not (name == "extra" and api_name.startswith("cuLaunchCooperative"))]
+    entry = getattr(_libcuda(), api_name)
+    entry.argtypes, entry.restype = [kind for _, kind in fields], ctypes.c_int
+    status = entry(*[function if name == "f" else getattr(params, name) for name, _ in fields])
+    if status != 0:
+        raise CudaError(f"{api_name} (untraced replay) failed: CUDA error {status}")

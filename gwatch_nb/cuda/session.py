@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .. import layout, records
+from .. import launch_config, layout, overhead, records, triton_compat
+from ..autotune import AutotuneWatch
 from ..errors import TraceFailedError
 from ..instrumentation_cost import warning as cost_warning
 from ..options import TraceOptions
@@ -32,6 +33,8 @@ BUFFER_BUDGET_BYTES = 256 << 20
 #: Device memory pending launches may hold before the session collects them early.
 PENDING_LIMIT_BYTES = 1 << 30
 MIN_CAPACITY, MAX_CAPACITY = 64, 1 << 16
+#: Untraced launches timed per compiled kernel, to measure what tracing cost.
+MAX_TIMED_UNTRACED = 256
 
 
 def default_capacity(num_slots: int, free_bytes: int, min_record_events: int) -> int:
@@ -84,6 +87,7 @@ class PendingLaunch:
     context: int
     stream: int
     info: dict
+    key: tuple[int, int] = (0, 0)                   # (context, original CUfunction): one compiled kernel
     keep_alive: list = field(default_factory=list)  # parameter arrays the driver reads at launch
     events: list = field(default_factory=list)      # CUDA events just before and after the kernel
     host_seconds: float = 0.0                       # time spent in the launch callbacks
@@ -147,6 +151,17 @@ class TraceSession:
         self._cupti = None
         self._handle = None
         self._callback = None
+        self._autotune = AutotuneWatch(options.configs)
+        self._metadata: dict[tuple[int, int], dict] = {}  # compiled kernel -> its Triton compile metadata
+        # What tracing cost: CUDA events around untraced launches, by compiled kernel.
+        self._untimed: dict[int, tuple[tuple[int, int], object, int]] = {}  # correlation -> (key, start, stream)
+        self._untraced_events: dict[tuple[int, int], list] = {}
+        self._replay_events: dict[tuple[int, int], list] = {}  # key -> [event before, after each replay]
+        self._untraced_ms: dict[tuple[int, int], list[float]] = {}
+        self._replayed_ms: dict[tuple[int, int], list[float]] = {}
+        self._traced_ms: dict[tuple[int, int], list[float]] = {}
+        self._replaying: int | None = None  # the thread making the session's own replays
+        self._configs: dict[tuple[int, int], dict] = {}
 
     # ------------------------------------------------------------ lifecycle
 
@@ -158,8 +173,10 @@ class TraceSession:
         self._handle = self._cupti.subscribe(self._callback)
         try:
             self._sources.install()
+            self._autotune.start()
             self._cupti.enable(self._handle, cupti.LAUNCH_CBIDS, True)
         except BaseException:
+            self._autotune.stop()
             self._release_cupti()
             raise
 
@@ -170,6 +187,7 @@ class TraceSession:
         try:
             self._release_cupti()
         finally:
+            self._autotune.stop()
             with self._lock:
                 self._drain()
 
@@ -200,8 +218,18 @@ class TraceSession:
 
     def meta(self) -> dict:
         """``instrumentation``: per traced kernel, what instrumenting changed
-        (instrumentation_cost says the shape)."""
-        return {"instrumentation": dict(self._costs)}
+        (instrumentation_cost says the shape); ``autotune`` (autotune.AutotuneWatch.meta);
+        ``overhead``: what tracing cost (overhead.py says the shape)."""
+        return {"instrumentation": dict(self._costs), **self._autotune.meta(), "overhead": self._overhead()}
+
+    def _overhead(self) -> dict:
+        if self.options.baseline:
+            return overhead.measure({k: (t, self._replayed_ms.get(k, [])) for k, t in self._traced_ms.items()},
+                                    "replay", "no traced launch could be replayed")
+        fewer = "" if self.options.max_launches is None else f" beyond the first {self.options.max_launches}"
+        return overhead.measure({k: (t, self._untraced_ms.get(k, [])) for k, t in self._traced_ms.items()}, "beside",
+                                f"no untraced launch of a traced kernel and configuration ran{fewer}; "
+                                "launches=N (with more launches in fn) or baseline=N measures it")
 
     # ------------------------------------------------------------ the callback
 
@@ -212,7 +240,7 @@ class TraceSession:
             if data.callbackSite == cupti.CUPTI_API_ENTER:
                 self._on_launch(cbid, data)
             else:
-                self._after_launch(data)
+                self._after_launch(cbid, data)
         except KeyboardInterrupt:
             self.interrupted = True
         except Exception as error:
@@ -222,17 +250,24 @@ class TraceSession:
         self._problems.setdefault((kind, kernel), Problem(kind, kernel, message))
 
     def _on_launch(self, cbid: int, data: cupti.CallbackData) -> None:
+        if self._replaying == threading.get_ident():
+            return  # the session's own untraced replays (baseline=N)
         began = time.perf_counter()
         name = data.symbolName.decode(errors="replace") if data.symbolName else "<unnamed>"
         with self._lock:
             self._launched[name] += 1
             if not self.options.pattern.search(name):
                 return
-            if self.options.max_launches is not None and self._traced >= self.options.max_launches:
-                return
             view = _launch_view(cbid, data.functionParams)
             context = data.context or 0
-            if (context, view.function) in self._skip:
+            limited = (not self.options.configs and self.options.max_launches is not None
+                       and self._traced >= self.options.max_launches)
+            role = self._autotune.role(name)
+            wanted = self._autotune.keep(role)
+            if limited or not wanted or (context, view.function) in self._skip:
+                # The autotuner's benchmark launches are not timed: it flushes the L2 cache between them.
+                if role is None or role.role != "benchmark":
+                    self._time_untraced((context, view.function), view.stream, data.correlationId)
                 return
             if driver.is_capturing(view.stream):
                 self._note("graph_capture", name, f"{name}: launched during CUDA graph capture; "
@@ -247,6 +282,8 @@ class TraceSession:
                 self._note("extra_params", name, f"{name}: launched with packed 'extra' parameters; not traced")
                 return
             launch = self._prepare_buffer(name, view, context, kernel)
+            if role is not None:
+                launch.info["autotune"] = role.role
             # The original arguments, then the three the instrumented entry appends.
             added = launch.trace_arguments()
             params = (ctypes.c_void_p * (kernel.num_params + len(added)))()
@@ -263,19 +300,51 @@ class TraceSession:
             self._by_correlation[data.correlationId] = launch
             self._traced += 1
 
-    def _after_launch(self, data: cupti.CallbackData) -> None:
+    def _after_launch(self, cbid: int, data: cupti.CallbackData) -> None:
+        if self._replaying == threading.get_ident():
+            return
         began = time.perf_counter()
         with self._lock:
+            untimed = self._untimed.pop(data.correlationId, None)
+            if untimed is not None:
+                key, start, stream = untimed
+                self._untraced_events.setdefault(key, []).append((start, driver.event_record(stream)))
+                return
             launch = self._by_correlation.pop(data.correlationId, None)
             if launch is None:
                 return
-            launch.keep_alive.clear()
             status = ctypes.cast(data.functionReturnValue, ctypes.POINTER(ctypes.c_int)).contents.value
             if status != 0:
                 launch.failed = f"the instrumented launch returned CUDA error {status}"
             else:
                 launch.events.append(driver.event_record(launch.stream))
+                if self.options.baseline and launch.key not in self._replay_events:
+                    self._replay(cbid, data, launch)
+            launch.keep_alive.clear()
             launch.host_seconds += time.perf_counter() - began
+
+    def _time_untraced(self, key: tuple[int, int], stream: int, correlation: int) -> None:
+        """Record a CUDA event before an untraced matching launch (the one after it comes in
+        _after_launch): its kernel time, beside the traced launches of the same kernel."""
+        if len(self._untraced_events.get(key, ())) >= MAX_TIMED_UNTRACED or driver.is_capturing(stream):
+            return
+        self._untimed[correlation] = (key, driver.event_record(stream), stream)
+
+    def _replay(self, cbid: int, data: cupti.CallbackData, launch: "PendingLaunch") -> None:
+        """Launch the original kernel ``baseline`` times more, untraced, with the traced
+        launch's own arguments and launch configuration, an event between each."""
+        view = _launch_view(cbid, data.functionParams)
+        events = [driver.event_record(launch.stream)]
+        self._replay_events[launch.key] = events
+        self._replaying = threading.get_ident()
+        try:
+            for _ in range(self.options.baseline):
+                driver.relaunch(cupti.LAUNCH_CBIDS[cbid], view.params, launch.key[1])
+                events.append(driver.event_record(launch.stream))
+        except driver.CudaError as error:
+            self._note("internal", launch.kernel, f"{launch.kernel}: {error}; tracing cost not measured")
+        finally:
+            self._replaying = None
 
     def _instrumented(self, context: int, function: int, name: str) -> InstrumentedKernel | None:
         if (context, function) in self._ready:
@@ -304,6 +373,7 @@ class TraceSession:
             self._note("markers_not_found", name, no_markers_message(name, self.options.scopes))
         else:
             self._ready[(context, function)] = kernel
+            self._metadata[(context, function)] = source.metadata
         return kernel
 
     def _note_cost(self, name: str, view: _LaunchView, kernel: InstrumentedKernel) -> None:
@@ -340,14 +410,16 @@ class TraceSession:
                     instrument_seconds=round(kernel.build_seconds, 4),
                     sites=len(kernel.sites))
         return PendingLaunch(name, view.grid, view.block, capacity, slot_records, num_slots, kernel.table, pointer,
-                             nbytes, context, view.stream, info)
+                             nbytes, context, view.stream, info, (context, view.function))
 
     # ------------------------------------------------------------ collection
 
     def _drain(self) -> None:
         """Wait for the pending launches, copy their records back, free their buffers."""
         broken = {}
-        for context in {p.context for p in self._pending}:
+        self._learn_configs({p.key for p in self._pending})
+        timed = {key[0] for key in (*self._untraced_events, *self._replay_events)}
+        for context in {p.context for p in self._pending} | timed:
             try:
                 driver.synchronize_context(context)
             except driver.CudaError as error:
@@ -360,7 +432,11 @@ class TraceSession:
                         if failure:
                             self._note("launch_failed", launch.kernel, f"{launch.kernel}: {failure}")
                         else:
-                            self._records.append(self.collect(launch))
+                            collected = self.collect(launch)
+                            collected.info["config"] = self._configs[launch.key]
+                            if "kernel_ms" in collected.info:
+                                self._traced_ms.setdefault(launch.key, []).append(collected.info["kernel_ms"])
+                            self._records.append(collected)
                     finally:
                         driver.free(launch.pointer)
                         for event in launch.events:
@@ -369,6 +445,43 @@ class TraceSession:
                 self._note("collect_failed", launch.kernel, f"{launch.kernel}: collecting its records failed ({error})")
         self._pending.clear()
         self._pending_bytes = 0
+        self._collect_timings(broken)
+
+    def _collect_timings(self, broken: dict) -> None:
+        """Untraced launches' kernel times from their events (the GPU has passed them)."""
+        for key, pairs in self._untraced_events.items():
+            self._untraced_ms.setdefault(key, []).extend(self._elapsed(key[0], pairs, broken))
+            for event in (event for pair in pairs for event in pair):
+                driver.event_destroy(event)
+        self._untraced_events.clear()
+        for key, events in self._replay_events.items():
+            self._replayed_ms.setdefault(key, []).extend(self._elapsed(key[0], list(zip(events, events[1:])), broken))
+            for event in events:
+                driver.event_destroy(event)
+            events.clear()  # the key stays: each kernel is replayed once
+
+    @staticmethod
+    def _elapsed(context: int, pairs: list, broken: dict) -> list[float]:
+        if context in broken:
+            return []
+        times = []
+        with driver.context_current(context):
+            for start, end in pairs:
+                try:
+                    times.append(driver.event_elapsed_ms(start, end))
+                except driver.CudaError:  # an event the GPU never reached: that launch is left out
+                    continue
+        return times
+
+    def _learn_configs(self, keys: set[tuple[int, int]]) -> None:
+        """Each compiled kernel's configuration (one heap scan for all new ones): its
+        constexprs, where its CompiledKernel is still alive, and its compile options."""
+        new = keys - self._configs.keys()
+        found = triton_compat.compiled_configs([function for _, function in new]) if new else {}
+        for key in new:
+            metadata = self._metadata.get(key, {})
+            self._configs[key] = found.get(key[1]) or launch_config.make(
+                None, {k: metadata[k] for k in launch_config.OPTIONS if k in metadata})
 
     @staticmethod
     def collect(launch: PendingLaunch) -> records.LaunchRecords:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .. import analysis, instrumentation_cost
+from .. import analysis, autotune, instrumentation_cost
 from ..trace import WARP_KEY
 from .context import Context
 from .selection import Selection, SelectionError
@@ -27,6 +27,7 @@ def header(c: Context) -> dict:
         "selection": c.selection.describe(), "focus_launch": c.launch,
         "warnings": [str(w) for w in trace.warnings],
         "instrumentation": instrumentation_cost.summaries(trace.meta),
+        "autotune": autotune.summaries(trace.meta), "overhead": trace.overhead,
     }
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import overhead
 from ..units import format_ns, format_scaled, range_unit
 from .raster import ABSENT, IDLE
 
@@ -62,6 +63,8 @@ def header(h: dict, style: Style, width: int) -> list[str]:
                      f"block {_triple(launch['block'])}{dot}{launch['warps']:,} warps{dot}"
                      f"span {style.time(launch['duration_ns'])}")
         lines.append(f"  records {launch['events_recorded']:,}{dot}dropped {dropped:,}{capacity}{dot}{clock}")
+        if launch["config"]:
+            lines.append(f"  config {launch['config']}" + (f" ({launch['autotune']})" if launch["autotune"] else ""))
     if len(h["launches"]) > len(shown):
         lines.append(f"... and {len(h['launches']) - len(shown)} more launches (choose one with --launch N)")
     selection = {k: v for k, v in h["selection"].items() if v not in (None, [])}
@@ -75,7 +78,7 @@ def header(h: dict, style: Style, width: int) -> list[str]:
             else:
                 parts.append(f"{key} {value if not isinstance(value, list) else ','.join(map(str, value))}")
         lines.append(f"selected: {', '.join(parts)}{dot}{h['selected_instances']:,} instances")
-    lines += h["instrumentation"]
+    lines += h["instrumentation"] + h["autotune"] + [overhead.summary(h["overhead"])]
     lines.append("warnings: none" if not h["warnings"] else "warnings:")
     lines += [f"  ! {w}" for w in h["warnings"]]
     return lines

@@ -18,6 +18,8 @@ export interface LaunchInfo {
   duration_ns: number;
   warps: number;
   instances: number;
+  /** The launch's Triton configuration in one line ("" where unknown; absent in older payloads). */
+  config?: string;
 }
 
 export interface Payload {
@@ -27,6 +29,8 @@ export interface Payload {
   launches: LaunchInfo[];
   scopes: { names: string[]; colors: string[] };
   warnings: string[];
+  /** Header lines besides warnings: autotuning, then what tracing cost (absent in older payloads). */
+  notes?: string[];
   warps: Record<WarpColumn, BinaryArray>;
   instances: Record<InstanceColumn, BinaryArray>;
 }
@@ -65,6 +69,7 @@ export interface TimelineData {
   scopeNames: string[];
   scopeColors: string[];
   warnings: string[];
+  notes: string[];
   warps: WarpTable;
   instances: InstanceTable;
 }
@@ -114,6 +119,6 @@ export function decodePayload(payload: Payload): TimelineData {
   return {
     tier: payload.tier, timeSource: payload.time_source, launches: payload.launches,
     scopeNames: payload.scopes.names, scopeColors: payload.scopes.colors, warnings: payload.warnings,
-    warps, instances,
+    notes: payload.notes ?? [], warps, instances,
   };
 }

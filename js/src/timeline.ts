@@ -73,6 +73,7 @@ export class Timeline {
     this.buildLaunchPicker(toolbar, signal);
     this.status = element("span", "gw-status", toolbar);
     this.buildTimeSource(toolbar);
+    this.buildNotes(toolbar);
     this.buildWarnings(toolbar);
     this.buildLegend();
     this.body = element("div", "gw-body", this.root);
@@ -124,6 +125,15 @@ export class Timeline {
     source.title = `time: ${this.data.timeSource}; 0 = the launch's first warp entry`;
   }
 
+  private buildNotes(toolbar: HTMLElement): void {
+    // The last note says what tracing cost; its figure shows, the details in the tooltip.
+    const notes = this.data.notes;
+    if (!notes.length) return;
+    const span = element("span", "gw-notes", toolbar);
+    span.textContent = notes[notes.length - 1].split(" (")[0];
+    span.title = notes.join("\n");
+  }
+
   private buildWarnings(toolbar: HTMLElement): void {
     const warnings = this.data.warnings;
     if (!warnings.length) return;
@@ -164,7 +174,7 @@ export class Timeline {
     const info = this.data.launches[index];
     this.status.textContent = `${info.kernel} · grid (${info.grid.join(", ")}) · block (${info.block.join(", ")}) · `
       + `${info.warps.toLocaleString("en-US")} warps · ${info.instances.toLocaleString("en-US")} scope instances · `
-      + formatTime(info.duration_ns);
+      + formatTime(info.duration_ns) + (info.config ? ` · ${info.config}` : "");
     this.setHovered(-1);
     this.requestDraw();
   }

@@ -126,6 +126,7 @@ def test_an_interrupt_in_the_traced_code_interrupts_the_cell(shell):
     ("-k attn -n 101=dot_qk -s dot_qk,dot_pv", r"-s dot_qk,dot_pv names 'dot_pv', neither a scope id"),
     ("-k attn -s 40000", r"-s 40000 is out of range \[0, 32767\]"),
     ("-k attn -s ,", "-s , names no scope"),
+    ("-k attn --baseline -1", "--baseline -1 must be a whole number of untraced replays"),
 ])
 def test_bad_options_are_usage_errors(shell, line, message):
     with pytest.raises(UsageError, match=message):
@@ -144,3 +145,16 @@ def test_ptx_tier_without_a_gpu_says_so_before_running_the_cell(shell):
         shell.run_cell_magic("gwatch", "-k attn -t ptx", "ran = True")
     assert "instrumentation_tier" not in str(caught.value)
     assert "ran" not in shell.user_ns
+
+
+def test_configs_sweep_of_an_autotuned_kernel_is_compared_and_kept(shell):
+    import autotuned
+    shell.user_ns.update(autotuned=autotuned, xs=torch.arange(48, dtype=torch.float32))
+    result, captured = run(shell, "-k add_one -n 1=load,2=store --configs -o sweep", "autotuned.run(xs)")
+    assert result.success, captured.stdout
+    comparison = shell.user_ns["sweep"]
+    assert shell.user_ns["_gwatch"] is comparison and len(comparison.labels) == len(autotuned.CONFIGS)
+    assert comparison.labels[0].endswith("(chosen)")
+    assert "gwatch: configs compared: " + "; ".join(comparison.labels) in captured.stdout
+    assert f"autotune add_one: {len(autotuned.CONFIGS)} configs benchmarked" in captured.stdout
+    assert "gwatch: tracing cost: not measured" in captured.stdout
