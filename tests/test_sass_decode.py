@@ -299,3 +299,47 @@ def test_target_fields_agree_with_nvdisasm_on_random_displacements(decoded):
     assert len(printed) == len(expected) and len(samples) >= 4
     for tokens, (opcode, target) in zip(printed, expected):
         assert opcode in tokens and int(tokens[-1], 16) == target, (tokens, opcode, hex(target))
+
+
+TWO_KERNELS_PTX = """.version 8.0
+.target sm_90a
+.address_size 64
+.visible .entry first(.param .u64 out)
+{
+	.reg .u64 %p;
+	.reg .u32 %t;
+	.reg .pred %q;
+	ld.param.u64 %p, [out];
+	mov.u32 %t, %tid.x;
+	setp.eq.u32 %q, %t, 0;
+	@%q bra DONE;
+	st.global.u32 [%p], %t;
+DONE:
+	ret;
+}
+.visible .entry second(.param .u64 out)
+{
+	.reg .u64 %p;
+	.reg .u32 %t;
+	ld.param.u64 %p, [out];
+	mov.u32 %t, %ctaid.x;
+	st.global.u32 [%p+4], %t;
+	ret;
+}
+"""
+
+
+def test_every_kernel_of_a_module_and_the_one_nvdisasm_fails_on():
+    cubin = ptx.assemble(TWO_KERNELS_PTX)
+    view = Cubin.parse(cubin)
+    result = disassemble(cubin)
+    assert set(result) == {"first", "second"}
+    for kernel, instructions in result.items():
+        assert b"".join(i.raw for i in instructions) == view.text(kernel)
+        assert all(i.target is None or 0 <= i.target < len(instructions) for i in instructions)
+    assert any(i.target is not None for i in result["first"])
+    broken = bytearray(cubin)
+    start = broken.find(view.text("second"))
+    broken[start + 0x10:start + 0x18] = bytes.fromhex("1234567890abcdef")
+    with pytest.raises(SassRewriteError, match=r"^kernel second: .* at 0x10\b"):
+        disassemble(bytes(broken))

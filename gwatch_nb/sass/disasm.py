@@ -86,6 +86,7 @@ def _parse_listing(listing: str) -> dict[str, tuple[list[tuple[int, str]], dict[
         section = _SECTION.match(line)
         if section:
             current = kernels.setdefault(section.group(1), ([], {}))
+            pending = []
             continue
         if stripped.startswith("."):
             label = _LABEL.match(stripped)
