@@ -137,7 +137,7 @@ def test_a_loads_consumer_waits_on_its_write_barrier(name, decoded):
             if not written:
                 continue
             producers += 1
-            if barrier == NO_BARRIER:  # ptxas sets none when the reader is far behind (matmul: LDS 0x32f0, read at 0x3bd0)
+            if barrier == NO_BARRIER:  # ptxas sets none when the reader is far behind (matmul: LDS 0x32f0, read 0x3bd0)
                 unguarded += 1
                 continue
             for later in instructions[k + 1:]:
