@@ -17,7 +17,7 @@ from gwatch_nb.sass.cubin import Cubin
 from gwatch_nb.sass.disasm import disassemble, nvdisasm_path
 from gwatch_nb.sass.insert import insert
 from sass_cubins import cubins, ptxas12_cubins
-from test_sass_decode import BRX_PTX, CALL_PTX
+from sass_ptx import BRX_PTX, CALL_PTX
 
 NAMES = list(cubins())
 NOP_RAW = encode.nop().raw
