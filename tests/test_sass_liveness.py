@@ -1,0 +1,198 @@
+"""Register liveness and free registers: a kernel checked by hand, NVIDIA's own life ranges on
+every corpus kernel (ours may only be larger), a path-search oracle on random programs, and
+the time the largest corpus kernel takes."""
+import time
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import sass_cubins
+import sass_ptx_kernels
+import sass_reference
+from gwatch_nb.errors import SassRewriteError
+from gwatch_nb.sass import registers as regs
+from gwatch_nb.sass.cfg import ControlFlowGraph
+from gwatch_nb.sass.control import Control
+from gwatch_nb.sass.cubin import Cubin
+from gwatch_nb.sass.disasm import disassemble
+from gwatch_nb.sass.instruction import Instruction
+from gwatch_nb.sass.liveness import Liveness
+
+
+def _names(mask: int) -> set[str]:
+    return set(regs.register_names(mask))
+
+
+def _guarded_store():
+    kernel, instructions = sass_ptx_kernels.instructions(sass_ptx_kernels.GUARDED_STORE)
+    count = Cubin.parse(sass_ptx_kernels.cubin(sass_ptx_kernels.GUARDED_STORE)).registers(kernel)
+    return instructions, Liveness(ControlFlowGraph(instructions, kernel), count)
+
+
+def test_hand_checked_guarded_store():
+    """S2R tid; ISETP P0 = tid >= n; @P0 EXIT; address = out + 4 * tid; STG [address], tid; EXIT."""
+    instructions, live = _guarded_store()
+    at = {i.base: i.index for i in reversed(instructions)}
+    s2r, setp, store = at["S2R"], at["ISETP"], at["STG"]
+    tid, predicate = instructions[s2r].operands[0], instructions[setp].operands[0]
+    guarded_exit, last_exit = [i.index for i in instructions if i.base == "EXIT"]
+    assert tid not in _names(live.live_in[s2r]) and tid in _names(live.live_out[s2r])
+    assert all(tid in _names(live.live_in[k]) for k in range(s2r + 1, store + 1))
+    assert tid not in _names(live.live_out[store])               # its last read
+    assert predicate in _names(live.live_out[setp]) and predicate in _names(live.live_in[guarded_exit])
+    assert predicate not in _names(live.live_out[guarded_exit])
+    assert _names(live.live_in[last_exit]) == {"R1"}              # only the stack pointer
+    # The store still reads its sources after it issued: they are not free before the exit.
+    address = instructions[store].operands[0].split("][")[1].split(".")[0]
+    busy = {tid, address, f"R{int(address[1:]) + 1}", "R1"}
+    free = {f"R{r}" for r in live.free_registers(last_exit)}
+    assert not free & busy and free == {f"R{r}" for r in range(live.register_count)} - busy
+    assert all(r % 2 == 0 and f"R{r}" in free and f"R{r + 1}" in free for r in live.free_registers(last_exit, width=2))
+
+
+def test_windows_stay_inside_one_block():
+    instructions, live = _guarded_store()
+    guarded_exit = next(i.index for i in instructions if i.base == "EXIT")
+    with pytest.raises(SassRewriteError, match="^kernel guarded_store: window 0..%d is not inside one basic block"
+                                               % (guarded_exit + 1)):
+        live.free_registers(0, guarded_exit + 1)
+    assert set(live.free_registers(0, guarded_exit)) <= set(live.free_registers(guarded_exit))
+
+
+def _corpus():
+    cases = dict(sass_cubins.cubins())
+    cases["wide forms (PTX)"] = sass_ptx_kernels.cubin(sass_ptx_kernels.WIDE_FORMS)
+    return cases
+
+
+# Share of live (register, instruction) pairs beyond nvdisasm's: guarded writes never kill,
+# so values under a predicate stay live on the path where it is false (the TMA kernels).
+CLOSENESS = 0.15
+
+
+@pytest.mark.parametrize("case", sorted(_corpus()))
+def test_liveness_contains_nvidia_life_ranges(case):
+    cubin = _corpus()[case]
+    reference = sass_reference.life_ranges(cubin)
+    cubin_info = Cubin.parse(cubin)
+    for kernel, instructions in disassemble(cubin).items():
+        cfg = ControlFlowGraph(instructions, kernel)
+        live = Liveness(cfg, cubin_info.registers(kernel))
+        theirs = ours = 0
+        for index, marks in reference[kernel].items():
+            if not cfg.reachable[cfg.block_of[index]]:
+                continue
+            live_in = {r for r, m in marks.items() if m in ":vx"}
+            through = {r for r, m in marks.items() if m == ":"}
+            mine = _names(live.live_in[index])
+            assert live_in <= mine, f"{kernel} @{index}: {sorted(live_in - mine)} dead here, live for nvdisasm"
+            assert through <= _names(live.live_out[index]), f"{kernel} @{index}: dead after, live for nvdisasm"
+            theirs += len(live_in)
+            ours += len(mine)
+        assert ours <= (1 + CLOSENESS) * theirs
+
+
+def test_a_value_overwritten_before_any_read_is_dead():
+    """On the corpus: where a register's next access in the block is an unguarded write that
+    does not read it, the value written before is dead in between."""
+    checked = 0
+    for cubin in sass_cubins.cubins().values():
+        for kernel, instructions in disassemble(cubin).items():
+            cfg = ControlFlowGraph(instructions, kernel)
+            live = Liveness(cfg, regs.GPR_COUNT)
+            for block in cfg.blocks:
+                for i in range(block.start, block.end):
+                    pending = live.kills[i]
+                    for k in range(i + 1, block.end):
+                        if not pending:
+                            break
+                        overwritten = pending & live.kills[k] & ~live.reads[k]
+                        for bit in regs.register_names(overwritten):
+                            assert bit not in _names(live.live_out[i]), f"{kernel} @{i}: {bit}"
+                            checked += 1
+                        pending &= ~(live.reads[k] | live.uses[k].writes)
+    assert checked > 20
+
+
+# Random programs over R0-R5 and P0-P1: moves and adds (some guarded), compares, branches
+# anywhere (some guarded), exits (some guarded), ending in EXIT.
+_GUARDS = st.sampled_from([None, "@P0", "@!P1"])
+_REGISTER = st.integers(0, 5).map(lambda r: f"R{r}")
+_PREDICATE = st.sampled_from(["P0", "P1"])
+
+
+@st.composite
+def _programs(draw):
+    n = draw(st.integers(2, 24))
+    body = []
+    for index in range(n - 1):
+        kind = draw(st.sampled_from(["add", "add", "mov", "setp", "bra", "exit"]))
+        guard = draw(_GUARDS)
+        if kind == "add":
+            body.append((guard, "IADD3", (draw(_REGISTER), draw(_REGISTER), draw(_REGISTER), "RZ"), None))
+        elif kind == "mov":
+            body.append((guard, "MOV", (draw(_REGISTER), "0x1"), None))
+        elif kind == "setp":
+            body.append((guard, "ISETP.GE.AND", (draw(_PREDICATE), "PT", draw(_REGISTER), draw(_REGISTER), "PT"), None))
+        elif kind == "bra":
+            body.append((guard, "BRA", ("`(.L_x_0)",), draw(st.integers(0, n - 1))))
+        else:
+            body.append((guard, "EXIT", (), None))
+    body.append((None, "EXIT", (), None))
+    high = Control().on_high(0)
+    return [Instruction(k, 0, high, guard, opcode, operands, target)
+            for k, (guard, opcode, operands, target) in enumerate(body)]
+
+
+def _oracle_live_before(program, index: int, register: str) -> bool:
+    """Whether some path from `index` reads `register` before an unguarded write of it."""
+    def reads(ins):
+        sources = ins.operands[1:] if ins.base in ("IADD3", "MOV") else ins.operands[2:] if ins.base == "ISETP" else ()
+        return register in sources or (ins.predicate or "").lstrip("@!") == register or \
+            (ins.base == "EXIT" and register == "R1")
+
+    def successors(k):
+        ins = program[k]
+        if ins.base == "BRA":
+            return [ins.target] + ([k + 1] if ins.predicate else [])
+        if ins.base == "EXIT":
+            return [k + 1] if ins.predicate else []
+        return [k + 1]
+
+    stack, seen = [index], set()
+    while stack:
+        k = stack.pop()
+        if k in seen:
+            continue
+        seen.add(k)
+        ins = program[k]
+        if reads(ins):
+            return True
+        if ins.predicate is None and ins.base in ("IADD3", "MOV", "ISETP") and ins.operands[0] == register:
+            continue
+        stack.extend(successors(k))
+    return False
+
+
+@settings(max_examples=150, deadline=None)
+@given(_programs())
+def test_liveness_equals_a_path_search(program):
+    live = Liveness(ControlFlowGraph(program, "random"), 8)
+    for index in range(len(program)):
+        for register in [f"R{r}" for r in range(6)] + ["P0", "P1"]:
+            expected = _oracle_live_before(program, index, register)
+            assert (register in _names(live.live_in[index])) == expected, (index, register)
+
+
+def test_largest_corpus_kernel_is_fast():
+    """Attention backward (dK/dV): control flow, liveness and scoreboards, in process time."""
+    cubin = sass_cubins.cubins()["attention bwd dkdv causal"]
+    (kernel, instructions), = disassemble(cubin).items()
+    count = Cubin.parse(cubin).registers(kernel)
+    best = float("inf")
+    for _ in range(3):
+        regs._bits.cache_clear()
+        start = time.process_time()
+        Liveness(ControlFlowGraph(instructions, kernel), count).free_registers(len(instructions) // 2)
+        best = min(best, time.process_time() - start)
+    assert len(instructions) > 1000 and best < 0.2, f"{best * 1000:.0f} ms"
