@@ -18,6 +18,7 @@ from gwatch_nb.sass.control import NO_BARRIER, Control
 from gwatch_nb.sass.cubin import Cubin
 from gwatch_nb.sass.disasm import disassemble, nvdisasm_path
 from sass_cubins import cubins
+from sass_ptx import BRX_PTX, CALL_PTX, SMALL_PTX, TWO_KERNELS_PTX
 
 NAMES = list(cubins())
 
@@ -137,7 +138,7 @@ def test_a_loads_consumer_waits_on_its_write_barrier(name, decoded):
             if not written:
                 continue
             producers += 1
-            if barrier == NO_BARRIER:  # ptxas sets none when the reader is far behind (matmul: LDS 0x32f0, read at 0x3bd0)
+            if barrier == NO_BARRIER:  # ptxas sets none when the reader is far behind (matmul: LDS 0x32f0, read 0x3bd0)
                 unguarded += 1
                 continue
             for later in instructions[k + 1:]:
@@ -152,21 +153,6 @@ def test_a_loads_consumer_waits_on_its_write_barrier(name, decoded):
                 if waited:
                     break
     assert checked > 0 and unguarded <= producers // 4
-
-
-SMALL_PTX = """.version 8.0
-.target {arch}
-.address_size 64
-.visible .entry small(.param .u64 out)
-{{
-	.reg .u64 %p;
-	.reg .u32 %t;
-	ld.param.u64 %p, [out];
-	mov.u32 %t, %tid.x;
-	st.global.u32 [%p], %t;
-	ret;
-}}
-"""
 
 
 def test_a_cubin_for_another_architecture_is_refused():
@@ -197,7 +183,7 @@ def test_an_instruction_nvdisasm_cannot_decode_names_kernel_and_offset():
 
 def test_subroutines_and_jump_tables_decode():
     """A noinline call stays in the kernel's own section; brx.idx becomes BRXU over a jump
-    table, whose targets nvdisasm names only in a comment: no relative target is recorded."""
+    table in a constant bank: no relative target is recorded for it."""
     calls = ptx.assemble(CALL_PTX)
     (instructions,) = disassemble(calls).values()
     call = next(i for i in instructions if i.opcode.startswith("CALL.REL"))
@@ -209,63 +195,6 @@ def test_subroutines_and_jump_tables_decode():
     brx = next(i for i in instructions if i.base.startswith("BRX"))
     assert brx.target is None and brx.base in branches.UNSUPPORTED
     assert sum(i.base == "BRA" for i in instructions) >= 3
-
-
-CALL_PTX = """.version 8.0
-.target sm_90a
-.address_size 64
-.func (.reg .u32 r) helper(.param .u32 a)
-{
-	.reg .u32 %t;
-	ld.param.u32 %t, [a];
-	mul.lo.u32 %t, %t, 3;
-	st.param.u32 [r], %t;
-	ret;
-}
-.visible .entry calls(.param .u64 out, .param .u32 n)
-{
-	.reg .u32 %i, %n, %v;
-	.reg .u64 %p;
-	.reg .pred %q;
-	ld.param.u64 %p, [out];
-	ld.param.u32 %n, [n];
-	mov.u32 %i, %tid.x;
-LOOP:
-	{
-	.param .u32 a0;
-	.param .u32 r0;
-	st.param.u32 [a0], %i;
-	call.uni (r0), helper, (a0);
-	ld.param.u32 %v, [r0];
-	}
-	add.u32 %i, %i, %v;
-	setp.lt.u32 %q, %i, %n;
-	@%q bra LOOP;
-	st.global.u32 [%p], %i;
-	ret;
-}
-"""
-
-BRX_PTX = """.version 8.0
-.target sm_90a
-.address_size 64
-.visible .entry table(.param .u64 out, .param .u32 n)
-{
-	.reg .u32 %i, %v;
-	.reg .u64 %p;
-	ld.param.u64 %p, [out];
-	ld.param.u32 %i, [n];
-	and.b32 %i, %i, 3;
-	ts: .branchtargets L0, L1, L2, L3;
-	brx.idx %i, ts;
-L0:	mov.u32 %v, 10; bra.uni W;
-L1:	mov.u32 %v, 20; bra.uni W;
-L2:	mov.u32 %v, 30; bra.uni W;
-L3:	mov.u32 %v, 40; bra.uni W;
-W:	st.global.u32 [%p], %v;
-	ret;
-}
-"""
 
 
 def test_target_fields_agree_with_nvdisasm_on_random_displacements(decoded):
@@ -299,3 +228,19 @@ def test_target_fields_agree_with_nvdisasm_on_random_displacements(decoded):
     assert len(printed) == len(expected) and len(samples) >= 4
     for tokens, (opcode, target) in zip(printed, expected):
         assert opcode in tokens and int(tokens[-1], 16) == target, (tokens, opcode, hex(target))
+
+
+def test_every_kernel_of_a_module_and_the_one_nvdisasm_fails_on():
+    cubin = ptx.assemble(TWO_KERNELS_PTX)
+    view = Cubin.parse(cubin)
+    result = disassemble(cubin)
+    assert set(result) == {"first", "second"}
+    for kernel, instructions in result.items():
+        assert b"".join(i.raw for i in instructions) == view.text(kernel)
+        assert all(i.target is None or 0 <= i.target < len(instructions) for i in instructions)
+    assert any(i.target is not None for i in result["first"])
+    broken = bytearray(cubin)
+    start = broken.find(view.text("second"))
+    broken[start + 0x10:start + 0x18] = bytes.fromhex("1234567890abcdef")
+    with pytest.raises(SassRewriteError, match=r"^kernel second: .* at 0x10\b"):
+        disassemble(bytes(broken))

@@ -16,8 +16,8 @@ from gwatch_nb.sass import branches, encode
 from gwatch_nb.sass.cubin import Cubin
 from gwatch_nb.sass.disasm import disassemble, nvdisasm_path
 from gwatch_nb.sass.insert import insert
-from sass_cubins import cubins
-from test_sass_decode import BRX_PTX, CALL_PTX
+from sass_cubins import cubins, ptxas12_cubins
+from sass_ptx import BRX_PTX, CALL_PTX
 
 NAMES = list(cubins())
 NOP_RAW = encode.nop().raw
@@ -211,3 +211,14 @@ def _timed(call) -> float:
     start = time.perf_counter()
     call()
     return time.perf_counter() - start
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_ptxas12_cubins_take_insertions_too(name):
+    """The older ELF layout (CUDA 12's ptxas, as on the H200's Triton) decodes and re-lays alike."""
+    cubin, _ = ptxas12_cubins()[name]
+    (kernel, instructions), = disassemble(cubin).items()
+    insertions = {k: [NOP_RAW] for k in _plans(instructions)["every 7th"] | _block_starts(instructions)}
+    text, new_offset = insert(instructions, insertions, kernel)
+    out = Cubin.parse(cubin).with_text(kernel, text, lambda offset: new_offset[offset // 16])
+    _check(instructions, insertions, disassemble(out)[kernel], new_offset)

@@ -32,7 +32,8 @@ _FIELDS = {BRA: (_WIDE, 58), CALL_REL: (_WIDE, 58), BSSY: (_BSSY, 32)}
 RELATIVE_OPCODES = ("BRA", "BSSY", "CALL.REL")  # as printed; the ones whose target the decoder records
 UNSUPPORTED = {  # base opcode -> why a rewrite refuses it
     "BRX": "indirect branch", "BRXU": "indirect branch", "JMX": "indirect branch", "JMXU": "indirect branch",
-    "JMP": "absolute branch", "CALL": "subroutine call", "RET": "subroutine return", "LEPC": "read of the program counter",
+    "JMP": "absolute branch", "CALL": "subroutine call", "RET": "subroutine return",
+    "LEPC": "read of the program counter",
 }
 
 

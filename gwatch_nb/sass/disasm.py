@@ -25,7 +25,7 @@ OPTIONS = ("-c", "-ndf")
 UNKNOWN, INVALID = "???", "INVALID"  # how nvdisasm prints a field value it has no name for
 
 _SECTION = re.compile(r"\s*\.section\s+\.text\.([^,\s]+),")
-_LABEL = re.compile(r"(\S+):\s*$")
+_LABEL = re.compile(r"\S+:$")
 _INSTRUCTION = re.compile(r"\s*/\*([0-9a-f]+)\*/\s+(.*?)\s*;\s*(?:/\*.*\*/\s*)?$")
 _BODY = re.compile(r"(?:(@!?\w+)\s+)?(\S+)\s*(.*)$")
 _LABEL_OPERAND = re.compile(r"`\((.+)\)$")
@@ -63,7 +63,8 @@ def _run_nvdisasm(cubin: bytes, kernels: list[str]) -> str:
     reason = next((line for line in proc.stderr.splitlines() if "error" in line or "fatal" in line),
                   proc.stderr.strip() or f"exit status {proc.returncode}")
     at = f" at {int(where.group(1), 16):#x}" if where else ""
-    raise SassRewriteError(f"{culprit}: nvdisasm cannot decode the instruction{at} ({reason.split(':', 1)[-1].strip()})")
+    reason = reason.split(":", 1)[-1].strip()
+    raise SassRewriteError(f"{culprit}: nvdisasm cannot decode the instruction{at} ({reason})")
 
 
 def _failing_kernel(path: str, kernels: list[str]) -> str:
@@ -77,7 +78,7 @@ def _failing_kernel(path: str, kernels: list[str]) -> str:
 def _parse_listing(listing: str) -> dict[str, tuple[list[tuple[int, str]], dict[str, int]]]:
     """Kernel -> ([(offset, instruction text)], {label: offset}) from nvdisasm's listing."""
     kernels: dict[str, tuple[list, dict]] = {}
-    current = None
+    name = None
     pending: list[str] = []  # labels waiting for the instruction they name
     for number, line in enumerate(listing.splitlines(), 1):
         stripped = line.strip()
@@ -85,41 +86,30 @@ def _parse_listing(listing: str) -> dict[str, tuple[list[tuple[int, str]], dict[
             continue
         section = _SECTION.match(line)
         if section:
-            current = kernels.setdefault(section.group(1), ([], {}))
+            name, pending = section.group(1), []
+            kernels.setdefault(name, ([], {}))
             continue
-        if stripped.startswith("."):
-            label = _LABEL.match(stripped)
-            if label is None or current is None:
-                continue  # a directive (.align, .type, .size, ...)
-        if current is None:
-            continue
+        if name is None:
+            continue  # the file's header, before the first code section
         instruction = _INSTRUCTION.match(line)
         if instruction:
             offset = int(instruction.group(1), 16)
-            for name in pending:
-                current[1][name] = offset
+            kernels[name][1].update(dict.fromkeys(pending, offset))
             pending = []
-            current[0].append((offset, instruction.group(2)))
-            continue
-        label = _LABEL.match(stripped)
-        if label:
-            pending.append(label.group(1))
-            if current[0]:
-                current[1].setdefault(label.group(1), current[0][-1][0] + SIZE)  # a label past the last instruction
-            continue
-        raise SassRewriteError(f"kernel {_kernel_of(kernels, current)}: cannot read nvdisasm's line {number}: {stripped!r}")
+            kernels[name][0].append((offset, instruction.group(2)))
+        elif _LABEL.match(stripped):
+            pending.append(stripped[:-1])
+        elif not stripped.startswith("."):  # a directive: .align, .type, .size, ...
+            raise SassRewriteError(f"kernel {name}: cannot read nvdisasm's line {number}: {stripped!r}")
     return kernels
-
-
-def _kernel_of(kernels: dict, entry) -> str:
-    return next(name for name, value in kernels.items() if value is entry)
 
 
 def _instructions(kernel: str, text: bytes, printed: list[tuple[int, str]],
                   labels: dict[str, int]) -> list[Instruction]:
     count = len(text) // SIZE
     if len(printed) != count:
-        raise SassRewriteError(f"kernel {kernel}: nvdisasm printed {len(printed)} instructions, the section holds {count}")
+        raise SassRewriteError(f"kernel {kernel}: nvdisasm printed {len(printed)} instructions, "
+                               f"the section holds {count}")
     words = struct.unpack(f"<{2 * count}Q", text)
     result = []
     for index, (offset, body) in enumerate(printed):

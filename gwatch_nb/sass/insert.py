@@ -36,7 +36,8 @@ def insert(instructions: list[Instruction], insertions: dict[int, list[bytes]],
         return b"".join(i.raw for i in instructions), [i.offset for i in instructions]
     for i in instructions:
         if i.base in branches.UNSUPPORTED:
-            raise SassRewriteError(f"{what}: {branches.UNSUPPORTED[i.base]} at {i.offset:#x} ({i.opcode}): not supported")
+            why = branches.UNSUPPORTED[i.base]
+            raise SassRewriteError(f"{what}: {why} at {i.offset:#x} ({i.opcode}): not supported")
     before = np.cumsum(added) - added  # instructions inserted before position k's own insertions
     landing = np.arange(count + 1) + before  # new index of the first instruction inserted before k
     position = landing + added  # new index of original instruction k
