@@ -40,7 +40,8 @@ WIDE_FORMS = r""".version 8.7
     mov.f32 %f2, 0f00000000;
     mov.f32 %f3, 0f00000000;
     mov.f32 %f4, 0f00000000;
-    mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%f5, %f6, %f7, %f8}, {%r13, %r14, %r15, %r16}, {%r17, %r18}, {%f1, %f2, %f3, %f4};
+    mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%f5, %f6, %f7, %f8}, {%r13, %r14, %r15, %r16},
+        {%r17, %r18}, {%f1, %f2, %f3, %f4};
     mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 {%f9, %f10, %f11, %f12}, {%r9, %r10}, {%r11}, {%f5, %f6, %f7, %f8};
     cvt.f64.f32 %fd2, %f9;
     cvt.rn.f64.s32 %fd3, %r12;
@@ -93,7 +94,6 @@ DONE:
     ret;
 }
 """
-
 
 @functools.lru_cache(maxsize=None)
 def cubin(source: str) -> bytes:

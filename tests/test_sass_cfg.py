@@ -14,7 +14,8 @@ from gwatch_nb.sass.instruction import Instruction
 
 def _graphs(case: str):
     cubin = sass_cubins.cubins()[case]
-    return cubin, {kernel: ControlFlowGraph(instructions, kernel) for kernel, instructions in disassemble(cubin).items()}
+    return cubin, {kernel: ControlFlowGraph(instructions, kernel)
+                   for kernel, instructions in disassemble(cubin).items()}
 
 
 @pytest.mark.parametrize("case", sorted(sass_cubins.cubins()))

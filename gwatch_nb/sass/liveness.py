@@ -87,9 +87,7 @@ class Liveness:
     def busy(self, i: int, j: int | None = None) -> int:
         """Every register the kernel may need over instructions i..j of one block (mask)."""
         j = i if j is None else j
-        cfg = self.cfg
-        if not 0 <= i <= j < len(cfg.instructions) or cfg.block_of[i] != cfg.block_of[j]:
-            raise SassRewriteError(f"kernel {cfg.kernel}: window {i}..{j} is not inside one basic block")
+        self.cfg.check_window(i, j)
         mask = self.live_out[j] | self.scoreboards.in_flight_after(j)
         for k in range(i, j + 1):
             mask |= self.live_in[k] | self.uses[k].reads | self.uses[k].writes | self.scoreboards.in_flight(k)
