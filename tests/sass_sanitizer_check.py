@@ -1,5 +1,6 @@
-"""Rewritten cubins under compute-sanitizer: each kernel's rewrite (NOPs at every 7th instruction
-and at every block start) swapped in for Triton's own and run on its workload. Run on a GPU machine:
+"""Rewritten cubins under compute-sanitizer: each kernel's rewrite (NOPs at every 7th instruction,
+NOPs at every block start, clock readings into free registers) swapped in for Triton's own and
+run on its workload. Run on a GPU machine:
 
     compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 3 python tests/sass_sanitizer_check.py
     compute-sanitizer --tool racecheck --error-exitcode 3 python tests/sass_sanitizer_check.py --quick
@@ -18,6 +19,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "examples"))
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 
+import sass_plans  # noqa: E402
 import sass_swap  # noqa: E402
 from gwatch_nb.sass import rewrite  # noqa: E402
 
@@ -34,11 +36,11 @@ def main() -> int:
             continue
         workload = case.workload("cuda")
         plain, kernels = sass_swap.launched_kernels(case.fn, workload.launch)
-        for plan in ("every 7th", "block starts"):
+        for plan in ("every 7th", "block starts", "clock reads"):
             with contextlib.ExitStack() as stack:
                 for kernel in kernels:
                     cubin = kernel.asm["cubin"]
-                    insertions = sass_swap.PLANS[plan](rewrite.decoded(cubin)[kernel.name])
+                    insertions = sass_plans.PLANS[plan](sass_plans.kernel(cubin, kernel.name))
                     stack.enter_context(sass_swap.swapped(kernel, rewrite.rewrite(cubin, kernel.name, insertions)))
                 outputs = workload.launch()
                 torch.cuda.synchronize()

@@ -1,6 +1,6 @@
 """Running rewritten cubins in place of Triton's own, for the SASS tier's GPU checks
 (tests/test_sass_gpu.py, tests/sass_sanitizer_check.py): the workloads (every corpus case that
-has one, and the examples the corpus does not already cover), the insertion plans, and the swap
+has one, and the examples the corpus does not already cover) and the swap
 of a CompiledKernel's function for the same kernel loaded from a rewritten cubin. Triton's
 launcher passes `kernel.function` at every launch (triton/runtime/jit.py, 3.6 and 3.9), so
 setting it is the whole swap; the original module stays loaded and is put back afterwards."""
@@ -15,9 +15,6 @@ import corpus
 import softmax as softmax_example
 from corpus_kernels import Workload, example_workloads
 from gwatch_nb.cuda import driver
-from gwatch_nb.sass import encode
-
-NOP = encode.nop().raw
 
 
 @dataclass(frozen=True)
@@ -50,13 +47,22 @@ def launched_kernels(fn, launch: Callable) -> tuple[tuple, list]:
     from triton import knobs
     from triton.compiler.compiler import CompiledKernel
     handles = set()
-    previous = knobs.runtime.launch_enter_hook
-    knobs.runtime.launch_enter_hook = lambda metadata: handles.add(metadata.data["function"])
+
+    def hook(metadata):
+        handles.add(metadata.data["function"])
+    chain = knobs.runtime.launch_enter_hook  # a HookChain in Triton 3.9, a plain callable slot in older ones
+    if hasattr(chain, "add"):
+        chain.add(hook)
+    else:
+        knobs.runtime.launch_enter_hook = hook
     try:
         result = launch()
         torch.cuda.synchronize()
     finally:
-        knobs.runtime.launch_enter_hook = previous
+        if hasattr(chain, "add"):
+            chain.remove(hook)
+        else:
+            knobs.runtime.launch_enter_hook = chain
     kernels = [obj for obj in gc.get_objects() if isinstance(obj, CompiledKernel)
                and getattr(getattr(obj, "src", None), "fn", None) is fn and getattr(obj, "function", None) in handles]
     return result, kernels
@@ -77,33 +83,3 @@ def swapped(kernel, cubin: bytes):
         torch.cuda.synchronize()
         from cuda.bindings import driver as cu
         driver.check(cu.cuModuleUnload(module), "cuModuleUnload")
-
-
-# --- insertion plans: index -> instructions placed before it --------------------------------------
-
-def every_seventh(instructions) -> dict:
-    return {i: [NOP] for i in range(0, len(instructions), 7)}
-
-
-def block_starts(instructions) -> dict:
-    starts = {0} | {ins.target for ins in instructions if ins.target is not None}
-    starts |= {ins.index + 1 for ins in instructions if ins.target is not None and ins.index + 1 < len(instructions)}
-    return {i: [NOP] for i in sorted(starts)}
-
-
-def before_branches(instructions) -> dict:
-    return {ins.index: [NOP] for ins in instructions if ins.target is not None}
-
-
-def inside_loops(instructions) -> dict:
-    """Two NOPs in the middle of every loop body and one before each loop's back edge."""
-    plan = {}
-    for ins in instructions:
-        if ins.target is not None and ins.target <= ins.index and ins.base == "BRA":
-            plan.setdefault((ins.target + ins.index) // 2, []).extend([NOP, NOP])
-            plan.setdefault(ins.index, []).append(NOP)
-    return plan
-
-
-PLANS = {"every 7th": every_seventh, "block starts": block_starts, "before branches": before_branches,
-         "inside loops": inside_loops}

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 import sass_cubins
 from gwatch_nb.errors import SassRewriteError
 from gwatch_nb.sass import cubin as C
-from gwatch_nb.sass.elf import SECTION_HEADER, Elf
+from gwatch_nb.sass.elf import SECTION_HEADER, SHT_NOBITS, SHT_SYMTAB, Elf
 
 NOP = struct.pack("<QQ", 0x0000000000007918, 0x000FC00000000000)
 NAMES = [case.name for case in sass_cubins.CASES]
@@ -125,7 +125,8 @@ def test_register_count_is_what_ptxas_reports():
     for name, data in sass_cubins.cubins().items():
         cubin = C.Cubin.parse(data)
         kernel = _only_kernel(cubin)
-        printed = re.findall(r"function: (\S+)\(0x[0-9a-f]+\)\tregister count: (\d+)", _run("cuobjdump", "-elf", data=data))
+        listing = _run("cuobjdump", "-elf", data=data)
+        printed = re.findall(r"function: (\S+)\(0x[0-9a-f]+\)\tregister count: (\d+)", listing)
         assert printed == [(kernel, str(cubin.registers(kernel)))], name
         counts.add(cubin.registers(kernel))
     assert len(counts) >= 8  # kernels of many different counts
@@ -179,7 +180,8 @@ def test_with_text_longer_is_accepted_and_mapped(name, where):
         else:
             assert old == new_record
     if where == "start":  # every instruction moved by the same amount: relative branches still hold
-        assert [new_listing[o + 16 * count] for o in sorted(old_listing)] == [old_listing[o] for o in sorted(old_listing)]
+        offsets = sorted(old_listing)
+        assert [new_listing[o + 16 * count] for o in offsets] == [old_listing[o] for o in offsets]
     names = [s.name for s in new.elf.sections]
     assert not [n for n in names if n.startswith(".rela.") and (".debug" in n or "debug_line" in n)]
     assert all(s.size == 0 for s in new.elf.sections if s.name.startswith(C.DEBUG_PREFIXES))
@@ -195,7 +197,8 @@ def test_with_text_maps_relocations():
     entry = struct.pack("<QQq", 0x34, 9 << 32 | 2, 0)  # 4 bytes into the instruction at 0x30
     cubin = C.Cubin.parse(elf.with_section_data(rela, entry).to_bytes())
     out = C.Cubin.parse(cubin.with_text("layer_norm_fwd", NOP * 8 + cubin.text("layer_norm_fwd"), lambda o: o + 128))
-    assert [(r.offset, r.symbol, r.type, r.addend) for r in out.relocations("layer_norm_fwd")] == [(0x34 + 128, 9, 2, 0)]
+    moved = [(r.offset, r.symbol, r.type, r.addend) for r in out.relocations("layer_norm_fwd")]
+    assert moved == [(0x34 + 128, 9, 2, 0)]
 
 
 SUBROUTINE_PTX = """.version 8.0
@@ -296,7 +299,9 @@ def test_with_parameter_matches_ptxas(name, ptxas, size):
     ours, address = C.Cubin.parse(plain).with_parameter(kernel, size=size, align=size)
     ours, theirs = C.Cubin.parse(ours), C.Cubin.parse(extended)
     assert ours.attributes(kernel) == theirs.attributes(kernel)
-    assert ours.elf.sections[ours.kernel(kernel).constant0].size == theirs.elf.sections[theirs.kernel(kernel).constant0].size
+    def bank(cubin):
+        return cubin.elf.sections[cubin.kernel(kernel).constant0].size
+    assert bank(ours) == bank(theirs)
     last = next(r for r in theirs.attributes(kernel) if r.id == C.ID["EIATTR_KPARAM_INFO"])
     assert address == C.PARAM_BASE + struct.unpack_from("<H", last.payload, 6)[0]
     _run("cuobjdump", "-elf", data=ours.elf.to_bytes())
@@ -444,8 +449,8 @@ def test_removing_a_section_renumbers_what_names_sections(sample):
         assert smaller.sections[s.link].name == elf.sections[original.link].name if s.link else original.link == 0
         if s.info_is_section and s.info:
             assert smaller.sections[s.info].name == elf.sections[original.info].name
-        if s.type != 8:
-            assert s.data == original.data or s.type == 2  # the symbol table's indices were renumbered
+        if s.type != SHT_NOBITS:
+            assert s.data == original.data or s.type == SHT_SYMTAB  # the symbols' section indices were renumbered
     symtab = by_name[".symtab"]
     for before, after in zip(elf.symbols(elf.index(".symtab")), smaller.symbols(symtab)):
         if 0 < before.shndx < 0xFF00:

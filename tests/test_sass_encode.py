@@ -4,15 +4,20 @@ ptxas side: PTX written to make ptxas emit every probe form with many registers 
 (many live clock readings, many guarded stores, many pointers) is assembled for sm_90a; every
 instance of a form in nvdisasm's listing is parsed from its text, encoded by gwatch_nb, and its
 128 bits compared with ptxas's (the control field taken from ptxas's own word).
+The same holds for every probe-form instance in the corpus kernels' cubins.
 nvdisasm side: instructions ptxas did not happen to write (every register R0..R254 and RZ, every
-predicate and its negation, every store width) are encoded and disassembled in one call; each
-must print as the text it was built from."""
+predicate and its negation, every store width; random operands under hypothesis) are encoded
+and disassembled in one call; each must print as the text it was built from.
+GPU side: ptxas's kernel with instructions swapped in place for our encodings of variants must
+compute what the swapped text says."""
 import os
 import re
 import subprocess
 import tempfile
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from gwatch_nb import ptx
 from gwatch_nb.sass import encode as E
@@ -79,11 +84,13 @@ def _ids_kernel(count: int) -> str:
                  f"setp.{('ge', 'lt', 'ne')[i % 3]}.u32 %p{i}, %r{r}, %r{r + 1};",
                  f"selp.u32 %r{r + 3}, {0x1000 + i}, %r{r + 2}, %p{i};",
                  f"setp.{('lt', 'eq', 'le', 'lt')[i % 4]}.u32 %p{count + i}, %r{r + 1}, {('%r0', i + 5)[i % 2]};",
-                 f"{('and', 'or', 'xor')[i % 3]}.pred %p{2 * count + i}, %p{i}, %p{count + i};"]
+                 f"{('and', 'or', 'xor')[i % 3]}.pred %p{2 * count + i}, %p{i}, %p{count + i};",
+                 f"shr.u32 %r{r + 4}, %r{r}, {1 + i % 31};"]
     for i in range(count):
         r = 10 + 8 * i
         body += [f"st.global.u32 [%d{11 + 4 * i}], %r{r + 3};", f"st.global.u32 [%d{13 + 4 * i}+4], %r{r + 2};",
-                 f"@%p{2 * count + i} st.global.u32 [%d{13 + 4 * i}+8], %r{r};"]
+                 f"@%p{2 * count + i} st.global.u32 [%d{13 + 4 * i}+8], %r{r};",
+                 f"st.global.u32 [%d{13 + 4 * i}+12], %r{r + 4};"]
     return _entry("ids", "p", count, body, extra_params=", .param .u32 n")
 
 
@@ -106,7 +113,8 @@ def _params_kernel(count: int) -> str:
 
 def _entry(name: str, pointer: str, count: int, body: list[str], extra_params: str = "") -> str:
     lines = [f".visible .entry {name}(.param .u64 {pointer}{extra_params})", "{",
-             f".reg .b64 %d<{8 * count + 20}>;", f".reg .b32 %r<{16 * count + 20}>;", f".reg .pred %p<{3 * count + 1}>;"]
+             f".reg .b64 %d<{8 * count + 20}>;", f".reg .b32 %r<{16 * count + 20}>;",
+             f".reg .pred %p<{3 * count + 1}>;"]
     return "\n".join(lines + body + ["ret;", "}"]) + "\n"
 
 
@@ -139,8 +147,9 @@ def _operand(text: str):
         return E.RZ
     if text == "URZ":
         return E.URZ
-    if m := re.fullmatch(r"(!?)(P(\d)|PT)", text):
-        return E.Pred(7 if m.group(3) is None else int(m.group(3)), negated=bool(m.group(1)))
+    if m := re.fullmatch(r"(!?)(U?)(P(\d)|PT)", text):
+        kind = E.UPred if m.group(2) else E.Pred
+        return kind(7 if m.group(4) is None else int(m.group(4)), negated=bool(m.group(1)))
     if m := re.fullmatch(r"R(\d+)", text):
         return E.Reg(int(m.group(1)))
     if m := re.fullmatch(r"UR(\d+)", text):
@@ -203,6 +212,9 @@ def _encode_probe_form(text: str, control: Control):
         return E.lea(*values, carry_out=carry, **g)
     if opcode == "LEA.HI.X":
         return E.lea_hi_x(*(_operand(o) for o in ops), **g)
+    if m := re.fullmatch(r"SHF\.([LR])(\.W)?\.([SU](?:32|64))(\.HI)?", opcode):
+        return E.shf(*(_operand(o) for o in ops), right=m.group(1) == "R", kind=m.group(3), high=bool(m.group(4)),
+                     wrap=bool(m.group(2)), **g)
     if m := re.fullmatch(r"ISETP\.(\w+?)(\.U32)?\.(AND|OR|XOR)", opcode):
         pd, pq, ra, b, combine = (_operand(o) for o in ops)
         assert pq == E.PT, text
@@ -233,8 +245,10 @@ def _form(text: str) -> str:
 # Every form the probes need, each of which ptxas must have emitted at least this often.
 REQUIRED_FORMS = {"CS2R": 60, "CS2R.32": 100, "S2R": 8, "S2UR": 4, "IADD3": 10, "IMAD.X": 10,
                   "IMAD.WIDE.U32": 10, "VIADD": 10, "ISETP.GE.U32.AND": 10,
-                  "ISETP.NE.U32.AND": 10, "ISETP.LT.U32.AND": 2, "ISETP.EQ.U32.XOR": 2, "STG.E": 40, "STG.E.64": 40, "STG.E.128": 10, "LDC": 2,
-                  "LDC.64": 2, "ULDC": 1, "ULDC.64": 2, "NOP": 4}
+                  "ISETP.NE.U32.AND": 10, "ISETP.LT.U32.AND": 2, "ISETP.EQ.U32.XOR": 2,
+                  "STG.E": 40, "STG.E.64": 40, "STG.E.128": 10, "LDC": 2,
+                  "LDC.64": 2, "ULDC": 1, "ULDC.64": 2, "NOP": 4, "MOV": 4, "IMAD.MOV.U32": 10,
+                  "IMAD.U32": 10, "LEA": 10, "LEA.HI.X": 10, "SHF.R.U32.HI": 10}
 
 
 def test_encoders_reproduce_ptxas_bits(ptxas_instructions):
@@ -272,14 +286,16 @@ def _disassemble(words: list[E.Words]) -> list[str]:
 
 
 GUARDS = [None] + [E.Pred(i) for i in range(7)] + [E.Pred(i, negated=True) for i in range(7)] + [E.NOT_PT]
+UNIFORM_GUARDS = [None] + [E.UPred(i, negated=n) for n in (False, True) for i in range(7)] + [E.UPred(7, negated=True)]
 
 
 def _guard_text(guard) -> str:
     return "" if guard is None else f"@{guard} "
 
 
-def _imad_immediate(value: int) -> str:
-    """IMAD's immediate as nvdisasm prints it: signed."""
+def _signed_immediate(value: int) -> str:
+    """A 32-bit immediate as nvdisasm prints it in IMAD, IADD3 and ISETP: signed (VIADD and
+    MOV print theirs unsigned)."""
     return f"{value - (1 << 32):#x}" if value >= 1 << 31 else f"{value:#x}"
 
 
@@ -308,27 +324,32 @@ def _round_trip_cases():
         add(E.s2r(rd, list(E.SPECIAL_REGISTERS)[i % len(E.SPECIAL_REGISTERS)], guard=g),
             f"S2R {rd}, {list(E.SPECIAL_REGISTERS)[i % len(E.SPECIAL_REGISTERS)]}", g)
         add(E.iadd3(rd, ra, rb, rc, guard=g), f"IADD3 {rd}, {ra}, {rb}, {rc}", g)
-        add(E.iadd3(rd, ra, i * 0x1234567 % 0x7FFFFFFF, carry_out=p, guard=g),
-            f"IADD3 {rd}, {p}, {ra}, {i * 0x1234567 % 0x7FFFFFFF:#x}, RZ", g)
+        imm = i * 0x1234567 % (1 << 32)
+        add(E.iadd3(rd, ra, imm, carry_out=p, guard=g), f"IADD3 {rd}, {p}, {ra}, {_signed_immediate(imm)}, RZ", g)
         add(E.iadd3(rd, ra, E.UReg(i % 64), rc, carry_out=p, second_carry_out=q),
             f"IADD3 {rd}, {p}, {q}, {ra}, {E.UReg(i % 64)}, {rc}")
         add(E.iadd3_x(rd, ra, rb, rc, p, guard=g), f"IADD3.X {rd}, {ra}, {rb}, {rc}, {p}, !PT", g)
         add(E.iadd3_x(rd, ra, rb, rc, E.Pred(i % 7, negated=True), q),
             f"IADD3.X {rd}, {ra}, {rb}, {rc}, !{p}, {q}")
-        add(E.viadd(rd, ra, i * 0x10001, guard=g), f"VIADD {rd}, {ra}, {i * 0x10001:#x}", g)
+        add(E.viadd(rd, ra, imm, guard=g), f"VIADD {rd}, {ra}, {imm:#x}", g)
         add(E.imad_x(rd, E.RZ, E.RZ, ra, p, guard=g), f"IMAD.X {rd}, RZ, RZ, {ra}, {p}", g)
         add(E.imad_mov_u32(rd, ra, guard=g), f"IMAD.MOV.U32 {rd}, RZ, RZ, {ra}", g)
-        add(E.imad_mov_u32(rd, i * 0x3001, guard=g), f"IMAD.MOV.U32 {rd}, RZ, RZ, {i * 0x3001:#x}", g)
+        add(E.imad_mov_u32(rd, imm, guard=g), f"IMAD.MOV.U32 {rd}, RZ, RZ, {_signed_immediate(imm)}", g)
         add(E.mov(rd, ra, guard=g), f"MOV {rd}, {ra}", g)
-        add(E.mov(rd, i * 0x777, guard=g), f"MOV {rd}, {i * 0x777:#x}", g)
+        kind, right, high = list(E.SHIFT_TYPES)[i % 4], i % 3 != 0, i % 5 < 3
+        add(E.shf(rd, ra, i % 64, rc, right=right, kind=kind, high=high, wrap=i % 7 == 0, guard=g),
+            f"SHF.{'R' if right else 'L'}{'.W' if i % 7 == 0 else ''}.{kind}{'.HI' if high else ''} "
+            f"{rd}, {ra}, {i % 64:#x}, {rc}", g)
+        add(E.shf(rd, ra, rb, rc, kind=kind), f"SHF.R.{kind} {rd}, {ra}, {rb}, {rc}")
+        add(E.mov(rd, imm, guard=g), f"MOV {rd}, {imm:#x}", g)
         add(E.mov(rd, E.UReg(i % 63), guard=g), f"MOV {rd}, UR{i % 63}", g)
         add(E.ldc(rd, 4 * i, bank=i % 32, guard=g), f"LDC {rd}, {_constant(i % 32, 4 * i)}", g)
         add(E.isetp(p, list(E.COMPARISONS)[i % 8], ra, rb, unsigned=i % 2 == 0, op=list(E.BOOLEAN_OPS)[i % 3],
                     combine=E.Pred((i + 2) % 8, negated=i % 5 == 0), guard=g),
             f"ISETP.{list(E.COMPARISONS)[i % 8]}{'.U32' if i % 2 == 0 else ''}.{list(E.BOOLEAN_OPS)[i % 3]} "
             f"{p}, PT, {ra}, {rb}, {E.Pred((i + 2) % 8, negated=i % 5 == 0)}", g)
-        add(E.isetp(p, ("GE", "LT", "NE")[i % 3], ra, i * 0x101, guard=g),
-            f"ISETP.{('GE', 'LT', 'NE')[i % 3]}.U32.AND {p}, PT, {ra}, {i * 0x101:#x}, PT", g)
+        add(E.isetp(p, ("GE", "LT", "NE")[i % 3], ra, imm, guard=g),
+            f"ISETP.{('GE', 'LT', 'NE')[i % 3]}.U32.AND {p}, PT, {ra}, {_signed_immediate(imm)}, PT", g)
         add(E.isetp(p, "GE", ra, E.UReg(i % 64)), f"ISETP.GE.U32.AND {p}, PT, {ra}, {E.UReg(i % 64)}, PT")
         add(E.stg(E.Reg(2 * (i % 128) if i % 128 < 127 else 255), rd, offset=4 * (i - 128), desc=E.UReg(2 * (i % 31)),
                   guard=g),
@@ -338,25 +359,27 @@ def _round_trip_cases():
         pair, g = E.Reg(2 * i if i < 127 else 255), GUARDS[i % len(GUARDS)]
         add(E.cs2r(pair, ("SR_CLOCKLO", "SR_GLOBALTIMERLO")[i % 2], guard=g),
             f"CS2R {pair}, {('SR_CLOCKLO', 'SR_GLOBALTIMERLO')[i % 2]}", g)
-        add(E.stg(_r(2 * i + 4) if i < 125 else E.Reg(2), pair, offset=-8 * i, width=64, guard=g,
+        add(E.stg(_r(2 * i + 4) if i < 125 else E.Reg(2), pair, offset=-8 * i, width=64, desc=E.UReg(4), guard=g,
                   eviction=list(E.EVICTIONS)[i % 6]),
             f"STG.E{'.' if i % 6 != 1 else ''}{list(E.EVICTIONS)[i % 6]}.64 desc[UR4]"
             f"[{_r(2 * i + 4) if i < 125 else 'R2'}.64{f'+-{8 * i:#x}' if i else ''}], {pair}", g)
         add(E.imad_wide_u32(pair, _r(i + 9), 1 << (i % 32), _r(2 * i + 2) if i < 126 else E.RZ, guard=g),
-            f"IMAD.WIDE.U32 {pair}, {_r(i + 9)}, {_imad_immediate(1 << (i % 32))}, {_r(2 * i + 2) if i < 126 else 'RZ'}", g)
+            f"IMAD.WIDE.U32 {pair}, {_r(i + 9)}, {_signed_immediate(1 << (i % 32))}, "
+            f"{_r(2 * i + 2) if i < 126 else 'RZ'}", g)
         add(E.ldc(pair, 8 * i, wide=True, guard=g), f"LDC.64 {pair}, {_constant(0, 8 * i)}", g)
         add(E.lea(_r(i + 50), _r(i + 1), E.UReg(i % 63), i % 32, carry_out=E.Pred(i % 7), guard=g),
             f"LEA {_r(i + 50)}, P{i % 7}, {_r(i + 1)}, UR{i % 63}, {i % 32:#x}", g)
         add(E.lea_hi_x(_r(i + 51), _r(i + 1), _r(i + 90), _r(i + 3), i % 32, E.Pred(i % 7), guard=g),
             f"LEA.HI.X {_r(i + 51)}, {_r(i + 1)}, {_r(i + 90)}, {_r(i + 3)}, {i % 32:#x}, P{i % 7}", g)
     for i in range(64):
-        quad, g = E.Reg(4 * i if i < 63 else 255), GUARDS[i % len(GUARDS)]
+        quad, g, ug = E.Reg(4 * i if i < 63 else 255), GUARDS[i % len(GUARDS)], UNIFORM_GUARDS[i % len(UNIFORM_GUARDS)]
         add(E.stg(E.Reg(2 * i), quad, offset=16 * i, width=128, desc=E.UReg(2 * (i % 31)), guard=g),
             f"STG.E.128 desc[UR{2 * (i % 31)}][R{2 * i}.64{f'+{16 * i:#x}' if i else ''}], {quad}", g)
-        add(E.s2ur(E.UReg(i), "SR_CTAID.X"), f"S2UR {E.UReg(i)}, SR_CTAID.X")
-        add(E.umov(E.UReg(i), i * 0x100), f"UMOV {E.UReg(i)}, {i * 0x100:#x}")
+        sr = list(E.SPECIAL_REGISTERS)[i % len(E.SPECIAL_REGISTERS)]
+        add(E.s2ur(E.UReg(i), sr, guard=ug), f"S2UR {E.UReg(i)}, {sr}", ug)
+        add(E.umov(E.UReg(i), i * 0x100, guard=ug), f"UMOV {E.UReg(i)}, {i * 0x100:#x}", ug)
         add(E.umov(E.UReg(i), E.UReg(63 - i)), f"UMOV {E.UReg(i)}, {E.UReg(63 - i)}")
-        add(E.uldc(E.UReg(i), 4 * i + 0x210), f"ULDC {E.UReg(i)}, c[0x0][{4 * i + 0x210:#x}]")
+        add(E.uldc(E.UReg(i), 4 * i + 0x210, guard=ug), f"ULDC {E.UReg(i)}, c[0x0][{4 * i + 0x210:#x}]", ug)
         if i % 2 == 0 and i < 62:
             add(E.uldc(E.UReg(i), 8 * i, wide=True), f"ULDC.64 {E.UReg(i)}, c[0x0][{8 * i:#x}]")
         add(E.nop(guard=g), "NOP", g)
@@ -374,8 +397,8 @@ def test_round_trip_through_nvdisasm():
 def test_control_fields_land_in_the_top_23_bits_only():
     control = Control(stall=13, yield_=True, write_barrier=2, read_barrier=5, wait_mask=0x2A, reuse=0b1010)
     for plain, scheduled in ((E.cs2r(E.Reg(6)), E.cs2r(E.Reg(6), control=control)),
-                             (E.stg(E.Reg(2), E.Reg(8), width=128, guard=E.Pred(3)),
-                              E.stg(E.Reg(2), E.Reg(8), width=128, guard=E.Pred(3), control=control))):
+                             (E.stg(E.Reg(2), E.Reg(8), desc=E.UReg(4), width=128, guard=E.Pred(3)),
+                              E.stg(E.Reg(2), E.Reg(8), desc=E.UReg(4), width=128, guard=E.Pred(3), control=control))):
         assert scheduled.low == plain.low
         assert scheduled.high >> 41 == control.bits
         assert scheduled.high & ((1 << 41) - 1) == plain.high & ((1 << 41) - 1)
@@ -397,12 +420,14 @@ def test_control_fields_land_in_the_top_23_bits_only():
     (lambda: E.imad_wide_u32(E.Reg(2), E.Reg(4), 8, E.Reg(3)), "IMAD c R3 must be a multiple of 2"),
     (lambda: E.isetp(E.Pred(0), "GEU", E.Reg(1), 2), "unknown ISETP comparison 'GEU'"),
     (lambda: E.isetp(E.Pred(0), "GE", E.Reg(1), 2, op="NAND"), "unknown ISETP boolean op 'NAND'"),
-    (lambda: E.stg(E.Reg(3), E.Reg(4)), "STG address R3 must be a multiple of 2"),
-    (lambda: E.stg(E.Reg(2), E.Reg(6), width=128), "STG data R6 must be a multiple of 4"),
-    (lambda: E.stg(E.Reg(2), E.Reg(4), width=16), "STG width 16 must be 32, 64 or 128 bits"),
-    (lambda: E.stg(E.Reg(2), E.Reg(4), offset=1 << 23), "STG offset 8388608 does not fit in 24 signed bits"),
-    (lambda: E.stg(E.Reg(2), E.Reg(4), offset=4, width=64), "STG offset 0x4 is not a multiple of 8 bytes"),
-    (lambda: E.stg(E.Reg(2), E.Reg(4), eviction="CS"), "unknown STG eviction hint 'CS'"),
+    (lambda: E.stg(E.Reg(3), E.Reg(4), desc=E.UReg(4)), "STG address R3 must be a multiple of 2"),
+    (lambda: E.stg(E.Reg(2), E.Reg(6), width=128, desc=E.UReg(4)), "STG data R6 must be a multiple of 4"),
+    (lambda: E.stg(E.Reg(2), E.Reg(4), width=16, desc=E.UReg(4)), "STG width 16 must be 32, 64 or 128 bits"),
+    (lambda: E.stg(E.Reg(2), E.Reg(4), offset=1 << 23, desc=E.UReg(4)),
+     "STG offset 8388608 does not fit in 24 signed bits"),
+    (lambda: E.stg(E.Reg(2), E.Reg(4), offset=4, width=64, desc=E.UReg(4)),
+     "STG offset 0x4 is not a multiple of 8 bytes"),
+    (lambda: E.stg(E.Reg(2), E.Reg(4), eviction="CS", desc=E.UReg(4)), "unknown STG eviction hint 'CS'"),
     (lambda: E.stg(E.Reg(2), E.Reg(4), desc=E.UReg(5)), "STG descriptor UR5 must be a multiple of 2"),
     (lambda: E.ldc(E.Reg(2), 0x8000), "constant offset 32768 does not fit in 16 signed bits"),
     (lambda: E.ldc(E.Reg(2), 0x214, wide=True), "constant offset 0x214 is not a multiple of 8 bytes"),
@@ -410,6 +435,11 @@ def test_control_fields_land_in_the_top_23_bits_only():
     (lambda: E.uldc(E.UReg(3), 0x210, wide=True), "ULDC destination UR3 must be a multiple of 2"),
     (lambda: E.umov(E.UReg(3), E.Reg(1)), "UMOV source must be a uniform register or an immediate"),
     (lambda: E.lea(E.Reg(1), E.Reg(2), E.Reg(3), 32), "LEA shift 32 out of range"),
+    (lambda: E.shf(E.Reg(1), E.RZ, 64, E.Reg(3)), "SHF shift 64 must be a register or 0..63"),
+    (lambda: E.shf(E.Reg(1), E.RZ, 5, E.Reg(3), kind="U16"), "unknown SHF type 'U16'"),
+    (lambda: E.s2ur(E.UReg(4), "SR_CTAID.X", guard=E.Pred(0)), "guard must be a uniform predicate UP0..UP6/UPT"),
+    (lambda: E.s2r(E.Reg(4), "SR_CTAID.X", guard=E.UPred(0)), "guard must be a predicate P0..P6/PT"),
+    (lambda: E.UPred(9), "uniform predicate UP9 out of range"),
 ])
 def test_out_of_range_operands_are_refused_in_one_line(build, message):
     with pytest.raises(E.EncodingError) as error:
@@ -422,7 +452,7 @@ def test_encoders_reproduce_the_probe_forms_in_real_triton_kernels():
     schedules, registers and guards) re-encodes to the same 128 bits."""
     from compile_kernels import _compile
     from corpus import CASES
-    seen, mismatches = 0, []
+    seen, mismatches, forms = 0, [], set()
     for case in CASES:
         signature = dict(case.signature, **{name: "constexpr" for name in case.constexprs})
         kernel = _compile(case.fn, tuple(signature.items()), tuple(case.constexprs.items()),
@@ -432,8 +462,158 @@ def test_encoders_reproduce_the_probe_forms_in_real_triton_kernels():
             if words is None:
                 continue
             seen += 1
+            forms.add(_form(text))
             if (words.low, words.high) != (low, high):
                 mismatches.append(f"{case.name}: {text}: ptxas {low:#018x} {high:#018x}, "
                                   f"ours {words.low:#018x} {words.high:#018x}")
     assert not mismatches, f"{len(mismatches)} of {seen}:\n" + "\n".join(mismatches[:20])
     assert seen > 3000
+    # the forms the synthetic PTX does not make ptxas write, and the signed ones
+    assert {"UMOV", "IADD3.X", "IMAD.WIDE", "ISETP.GE.AND", "ISETP.LT.AND", "SHF.L.U32", "SHF.L.U64.HI",
+            "SHF.R.S32.HI"} <= forms, sorted(forms)
+
+
+# ---------------------------------------------------------------- our words in ptxas's kernel, on the GPU
+
+SWAP_KERNEL = HEADER + """.visible .entry swaps(.param .u64 out)
+{
+.reg .b64 %d<8>; .reg .b32 %r<8>; .reg .pred %p<2>;
+ld.param.u64 %d0, [out];
+mov.u32 %r1, %tid.x;
+mul.wide.u32 %d1, %r1, 64;
+add.s64 %d2, %d0, %d1;
+mov.u32 %r2, %laneid;
+st.global.u32 [%d2], %r2;
+mov.u64 %d3, %clock64;
+st.global.u64 [%d2+8], %d3;
+mov.u64 %d4, %globaltimer;
+st.global.u64 [%d2+16], %d4;
+add.u32 %r3, %r1, 1000;
+st.global.u32 [%d2+24], %r3;
+setp.ge.u32 %p1, %r1, 40;
+@%p1 st.global.u32 [%d2+28], %r1;
+st.global.u32 [%d2+32], 0x12345;
+ret;
+}
+"""
+# Each instruction of ptxas's kernel matching the left is replaced, in place and with ptxas's own
+# control bits, by our encoding of the right: the kernel then stores the thread id instead of
+# the lane id, the global timer instead of the SM clock, tid + 2000 instead of tid + 1000, stores
+# below the bound instead of above it, and 0x54321 four bytes further on (evict-first). Each
+# effect lists the forms ptxas may have chosen for it; exactly one instance must be swapped.
+SWAPS = [[(r"S2R (R\d+), SR_LANEID", r"S2R \1, SR_TID.X")],
+         [(r"CS2R (R\d+), SR_CLOCKLO", r"CS2R \1, SR_GLOBALTIMERLO")],
+         [(r"VIADD (R\d+), (R\d+), 0x3e8", r"VIADD \1, \2, 0x7d0"),
+          (r"IADD3 (R\d+), (R\d+), 0x3e8, RZ", r"IADD3 \1, \2, 0x7d0, RZ")],
+         [(r"ISETP\.GE\.U32\.AND (P\d), PT, (R\d+), 0x28, PT", r"ISETP.LT.U32.AND \1, PT, \2, 0x28, PT")],
+         [(r"(IMAD\.MOV\.U32 R\d+, RZ, RZ|MOV R\d+), 0x12345", r"\1, 0x54321")],
+         [(r"STG\.E desc\[(UR\d+)\]\[(R\d+)\.64\+0x20\], (R\d+)", r"STG.E.EF desc[\1][\2.64+0x24], \3")]]
+
+
+def _swapped_kernel() -> tuple[bytes, list[str]]:
+    """ptxas's cubin of SWAP_KERNEL with SWAPS applied, and the listing it should now have."""
+    cubin = ptx.assemble(SWAP_KERNEL)
+    listing, expected = _listing(cubin), []
+    patched = bytearray(cubin)
+    swapped = [0] * len(SWAPS)
+    for text, low, high in listing:
+        plain = text.replace(".reuse", "")
+        hits = [(effect, pattern, new) for effect, forms in enumerate(SWAPS) for pattern, new in forms
+                if re.fullmatch(pattern, plain)]
+        if not hits:
+            expected.append(plain)
+            continue
+        (effect, pattern, new), = hits
+        swapped[effect] += 1
+        new_text = re.sub(pattern, new, plain)
+        words = _encode_from_text(new_text, Control.from_high(high))
+        old = low.to_bytes(8, "little") + high.to_bytes(8, "little")
+        assert patched.count(old) == 1, f"{text} occurs {patched.count(old)} times in the cubin"
+        at = patched.index(old)
+        patched[at:at + 16] = words.raw
+        expected.append(new_text)
+    assert swapped == [1] * len(SWAPS), f"swaps per effect {swapped}: ptxas wrote other forms than {SWAPS}"
+    return bytes(patched), expected
+
+
+def test_swapped_kernel_disassembles_to_the_swapped_text():
+    cubin, expected = _swapped_kernel()
+    assert [text.replace(".reuse", "") for text, _, _ in _listing(cubin)] == expected
+
+
+@pytest.mark.gpu
+def test_swapped_instructions_do_on_the_gpu_what_their_text_says():
+    import ctypes
+
+    torch = pytest.importorskip("torch")
+    from cuda.bindings import driver as cu
+
+    from gwatch_nb.cuda import driver
+
+    cubin, _ = _swapped_kernel()
+    threads, sentinel = 64, 0x7EEEEEEE
+    out = torch.full((threads, 16), sentinel, dtype=torch.int32, device="cuda")
+    module = driver.load_cubin(cubin)
+    try:
+        function = driver.get_function(module, "swaps")
+        pointer = ctypes.c_uint64(out.data_ptr())
+        params = (ctypes.c_void_p * 1)(ctypes.addressof(pointer))
+        driver.check(cu.cuLaunchKernel(function, 1, 1, 1, threads, 1, 1, 0, cu.CUstream(0),
+                                       ctypes.addressof(params), 0), "cuLaunchKernel")
+        driver.check(cu.cuCtxSynchronize(), "cuCtxSynchronize")
+    finally:
+        cu.cuModuleUnload(module)
+    words = out.cpu().numpy().view("uint32")
+    wide = words.view("uint64")
+    tid = list(range(threads))
+    assert words[:, 0].tolist() == tid                                  # SR_TID.X, not SR_LANEID
+    assert (abs(wide[:, 1].astype("int64") - wide[:, 2].astype("int64")) < 10**9).all()  # global timer, ns
+    assert words[:, 6].tolist() == [t + 2000 for t in tid]              # VIADD 0x7d0
+    assert words[:, 7].tolist() == [t if t < 40 else sentinel for t in tid]  # ISETP.LT
+    assert words[:, 8].tolist() == [sentinel] * threads and words[:, 9].tolist() == [0x54321] * threads
+
+
+def _random_store(draw):
+    width = draw(st.sampled_from([32, 64, 128]))
+    group = width // 32
+    data = E.Reg(draw(st.integers(0, (254 - group + 1) // group)) * group)
+    address = E.Reg(draw(st.integers(0, 126)) * 2)
+    offset = draw(st.integers(-(1 << 23) // (width // 8), ((1 << 23) - 1) // (width // 8))) * (width // 8)
+    desc, eviction = E.UReg(draw(st.integers(0, 30)) * 2), draw(st.sampled_from(list(E.EVICTIONS)))
+    guard = draw(st.sampled_from(GUARDS))
+    where = f"{address}.64" + ("" if offset == 0 else f"+{'-' if offset < 0 else ''}{abs(offset):#x}")
+    text = (f"STG.E{'.' + eviction if eviction else ''}{'' if width == 32 else f'.{width}'} "
+            f"desc[{desc}][{where}], {data}")
+    return E.stg(address, data, desc=desc, offset=offset, width=width, eviction=eviction, guard=guard), \
+        _guard_text(guard) + text
+
+
+def _random_compare(draw):
+    cmp, op, unsigned = (draw(st.sampled_from(list(E.COMPARISONS))), draw(st.sampled_from(list(E.BOOLEAN_OPS))),
+                         draw(st.booleans()))
+    pd, ra = E.Pred(draw(st.integers(0, 6))), E.Reg(draw(st.integers(0, 255)))
+    b = draw(st.one_of(st.integers(0, 255).map(E.Reg), st.integers(0, (1 << 32) - 1)))
+    combine = E.Pred(draw(st.integers(0, 7)), negated=draw(st.booleans()))
+    b_text = str(b) if isinstance(b, E.Reg) else _signed_immediate(b)
+    return (E.isetp(pd, cmp, ra, b, unsigned=unsigned, op=op, combine=combine),
+            f"ISETP.{cmp}{'.U32' if unsigned else ''}.{op} {pd}, PT, {ra}, {b_text}, {combine}")
+
+
+def _random_parameter_load(draw):
+    wide = draw(st.booleans())
+    size = 8 if wide else 4
+    offset, bank = draw(st.integers(0, 0x7FFF // size)) * size, draw(st.integers(0, 31))
+    rd = E.Reg(draw(st.integers(0, 126)) * 2 if wide else draw(st.integers(0, 254)))
+    return E.ldc(rd, offset, bank=bank, wide=wide), f"LDC{'.64' if wide else ''} {rd}, {_constant(bank, offset)}"
+
+
+@st.composite
+def _random_instructions(draw):
+    return [draw(st.sampled_from([_random_store, _random_compare, _random_parameter_load]))(draw) for _ in range(60)]
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(_random_instructions())
+def test_random_operands_read_back_through_nvdisasm(cases):
+    texts = _disassemble([words for words, _ in cases])
+    assert texts == [want for _, want in cases]

@@ -1,14 +1,15 @@
 """Rewritten cubins on the GPU: every corpus kernel with a workload and the examples run plainly,
 then with Triton's kernel swapped for its rewrite under each insertion plan (NOPs at every 7th
-instruction, at every block start, before every branch, inside every loop); the outputs must be
-bit-identical. A control proves the swap takes effect: an EXIT inserted first leaves the output
-untouched."""
+instruction, at every block start, before every branch, inside every loop; clock readings into
+registers the liveness says are free); the outputs must be bit-identical. A control proves the
+swap takes effect: an EXIT inserted first leaves the output untouched."""
 import contextlib
 
 import pytest
 
 torch = pytest.importorskip("torch")
 
+import sass_plans
 import sass_swap
 from corpus_kernels import basics
 from gwatch_nb.sass import rewrite
@@ -24,10 +25,10 @@ def _run(workload) -> tuple:
 
 def _rewritten(kernel, plan) -> bytes:
     cubin = kernel.asm["cubin"]
-    return rewrite.rewrite(cubin, kernel.name, plan(rewrite.decoded(cubin)[kernel.name]))
+    return rewrite.rewrite(cubin, kernel.name, plan(sass_plans.kernel(cubin, kernel.name)))
 
 
-@pytest.mark.parametrize("plan", list(sass_swap.PLANS))
+@pytest.mark.parametrize("plan", list(sass_plans.PLANS))
 @pytest.mark.parametrize("case", sass_swap.CASES, ids=[case.name for case in sass_swap.CASES])
 def test_rewritten_kernel_gives_bit_identical_outputs(case, plan):
     workload = case.workload("cuda")
@@ -35,7 +36,7 @@ def test_rewritten_kernel_gives_bit_identical_outputs(case, plan):
     assert kernels, f"no loaded CompiledKernel of {case.fn.__name__}"
     with contextlib.ExitStack() as stack:
         for kernel in kernels:
-            stack.enter_context(sass_swap.swapped(kernel, _rewritten(kernel, sass_swap.PLANS[plan])))
+            stack.enter_context(sass_swap.swapped(kernel, _rewritten(kernel, sass_plans.PLANS[plan])))
         swapped = _run(workload)
     assert len(swapped) == len(plain)
     for got, expected in zip(swapped, plain):
@@ -52,7 +53,8 @@ def test_the_swap_runs_the_rewritten_kernel():
     assert torch.equal(out, x + y)
     cubin = kernel.asm["cubin"]
     instructions = rewrite.decoded(cubin)[kernel.name]
-    exit_first = rewrite.rewrite(cubin, kernel.name, {0: [next(i for i in instructions if i.opcode == "EXIT" and i.predicate is None).raw]})
+    exit = next(i for i in instructions if i.opcode == "EXIT" and i.predicate is None)
+    exit_first = rewrite.rewrite(cubin, kernel.name, {0: [exit.raw]})
     untouched = torch.full((n,), float("nan"), device="cuda")
     with sass_swap.swapped(kernel, exit_first):
         basics.vector_add[grid](x, y, untouched, n, BLOCK=basics.VECTOR_BLOCK)
@@ -78,9 +80,9 @@ def test_a_kernel_with_an_appended_parameter_loads_and_runs():
     _, (kernel,) = sass_swap.launched_kernels(
         basics.vector_add, lambda: basics.vector_add[grid](x, y, out, n, BLOCK=basics.VECTOR_BLOCK))
     extended, address = Cubin.parse(kernel.asm["cubin"]).with_parameter(kernel.name)
+    records = [r for r in Cubin.parse(extended).attributes(kernel.name) if r.id == ID["EIATTR_KPARAM_INFO"]]
     params = sorted((int.from_bytes(r.payload[4:6], "little"), int.from_bytes(r.payload[6:8], "little"),
-                     int.from_bytes(r.payload[8:12], "little") >> 18) for r in Cubin.parse(extended).attributes(kernel.name)
-                    if r.id == ID["EIATTR_KPARAM_INFO"])  # (ordinal, offset, size)
+                     int.from_bytes(r.payload[8:12], "little") >> 18) for r in records)  # (ordinal, offset, size)
     assert params[-1][1] == address - 0x210
     again = torch.full((n,), float("nan"), device="cuda")
     values = [ctypes.c_uint64(x.data_ptr()), ctypes.c_uint64(y.data_ptr()), ctypes.c_uint64(again.data_ptr()),

@@ -173,7 +173,8 @@ class Cubin:
             what = f"kernel {name}"
             if section.size % INSTRUCTION_BYTES:
                 raise SassRewriteError(f"{what}: text of {section.size} bytes is not whole 16-byte instructions")
-            matches = [i for i, sym in enumerate(symbols) if sym.name == name and sym.kind == STT_FUNC and sym.shndx == k]
+            matches = [i for i, sym in enumerate(symbols)
+                       if sym.name == name and sym.kind == STT_FUNC and sym.shndx == k]
             if len(matches) != 1:
                 raise SassRewriteError(f"{what}: {len(matches)} function symbols for its text, expected 1")
             if (section.info & 0xFFFFFF) != matches[0]:
@@ -232,7 +233,8 @@ class Cubin:
         count = values["EIATTR_REGCOUNT"]
         in_info = self.elf.sections[self.kernel(name).text].info >> 24
         if in_info and in_info != count:
-            raise SassRewriteError(f"kernel {name}: register count {count} in .nv.info but {in_info} in its text header")
+            raise SassRewriteError(f"kernel {name}: register count {count} in .nv.info but {in_info} in its "
+                                   "text header")
         return count
 
     def symbols(self) -> list[Symbol]:

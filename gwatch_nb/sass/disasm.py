@@ -1,6 +1,6 @@
 """Decode every kernel of an sm_90a cubin into Instructions: the raw 128-bit words straight
-from the cubin's ``.text.<kernel>`` sections, the opcode, guard and operands from one run of
-Triton's nvdisasm over the whole cubin.
+from the cubin's ``.text.<kernel>`` sections (read by ``cubin.Cubin``), the opcode, guard and
+operands from one run of Triton's nvdisasm over the whole cubin.
 
 nvdisasm's plain listing (``-c``) is read rather than its JSON: both take the same time, but
 the listing prints each instruction's offset (checked against the words' positions) and keeps
@@ -16,17 +16,18 @@ import tempfile
 
 from gwatch_nb.errors import SassRewriteError
 from gwatch_nb.sass import branches
+from gwatch_nb.sass.cubin import Cubin
 from gwatch_nb.sass.instruction import SIZE, Instruction
 
-EM_CUDA = 190
 SM = 90
-TEXT_PREFIX = ".text."
+# Code sections only, no dataflow analysis: the same listing on every corpus kernel, a third less time.
+OPTIONS = ("-c", "-ndf")
+UNKNOWN, INVALID = "???", "INVALID"  # how nvdisasm prints a field value it has no name for
 
 _SECTION = re.compile(r"\s*\.section\s+\.text\.([^,\s]+),")
 _LABEL = re.compile(r"(\S+):\s*$")
 _INSTRUCTION = re.compile(r"\s*/\*([0-9a-f]+)\*/\s+(.*?)\s*;\s*(?:/\*.*\*/\s*)?$")
 _BODY = re.compile(r"(?:(@!?\w+)\s+)?(\S+)\s*(.*)$")
-_ANNOTATION = re.compile(r"\s*\(\*.*\*\)$")  # BRX's (*"BRANCH_TARGETS .L_x_3,..."*)
 _LABEL_OPERAND = re.compile(r"`\((.+)\)$")
 _ERROR_ADDRESS = re.compile(r"at address (0x[0-9a-fA-F]+)")
 
@@ -37,42 +38,11 @@ def nvdisasm_path() -> str:
     return os.path.join(os.path.dirname(ptx.ptxas_path(SM)), "nvdisasm")
 
 
-def text_sections(cubin: bytes) -> dict[str, bytes]:
-    """Kernel name -> the bytes of its ``.text.<name>`` section, in section order."""
-    if len(cubin) < 64 or cubin[:4] != b"\x7fELF":
-        raise SassRewriteError("cubin: not an ELF file")
-    if cubin[4] != 2 or cubin[5] != 1:
-        raise SassRewriteError("cubin: not a 64-bit little-endian ELF")
-    machine, = struct.unpack_from("<H", cubin, 18)
-    if machine != EM_CUDA:
-        raise SassRewriteError(f"cubin: ELF machine {machine} is not CUDA ({EM_CUDA})")
-    flags, = struct.unpack_from("<I", cubin, 48)
-    sm = flags >> 8 & 0xFF if cubin[7] == 0x41 else flags & 0xFF  # CUDA 13's layout moved the SM number
-    if sm != SM:
-        raise SassRewriteError(f"cubin: built for sm_{sm}, the SASS tier reads sm_{SM}a only")
-    shoff, = struct.unpack_from("<Q", cubin, 0x28)
-    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", cubin, 0x3A)
-    if shoff + shnum * shentsize > len(cubin) or shstrndx >= shnum:
-        raise SassRewriteError("cubin: truncated ELF (section headers past the end of the file)")
-    headers = [struct.unpack_from("<IIQQQQ", cubin, shoff + i * shentsize) for i in range(shnum)]
-    names_at = headers[shstrndx][4]
-    sections = {}
-    for name_at, _type, _flags, _addr, offset, size in headers:
-        end = cubin.find(b"\0", names_at + name_at)
-        name = cubin[names_at + name_at:end].decode("ascii", "replace")
-        if not name.startswith(TEXT_PREFIX):
-            continue
-        kernel = name[len(TEXT_PREFIX):]
-        if offset + size > len(cubin) or size % SIZE:
-            raise SassRewriteError(f"{kernel}: truncated or misaligned .text section ({size} bytes at {offset})")
-        sections[kernel] = cubin[offset:offset + size]
-    return sections
-
-
 def disassemble(cubin: bytes) -> dict[str, list[Instruction]]:
     """Kernel name -> its instructions, in order (a kernel's noinline subroutines included:
     ptxas puts them in the kernel's own section)."""
-    sections = text_sections(cubin)
+    view = Cubin.parse(cubin)
+    sections = {name: view.text(name) for name in view.kernels}
     listing = _run_nvdisasm(cubin, list(sections))
     printed = _parse_listing(listing)
     if set(printed) != set(sections):
@@ -85,10 +55,10 @@ def _run_nvdisasm(cubin: bytes, kernels: list[str]) -> str:
         path = os.path.join(folder, "kernel.cubin")
         with open(path, "wb") as f:
             f.write(cubin)
-        proc = subprocess.run([nvdisasm_path(), "-c", path], capture_output=True, text=True)
+        proc = subprocess.run([nvdisasm_path(), *OPTIONS, path], capture_output=True, text=True)
         if proc.returncode == 0:
             return proc.stdout
-        culprit = _failing_kernel(path, kernels) if len(kernels) > 1 else kernels[0] if kernels else "cubin"
+        culprit = _failing_kernel(path, kernels) if len(kernels) > 1 else f"kernel {kernels[0]}"
     where = _ERROR_ADDRESS.search(proc.stderr)
     reason = next((line for line in proc.stderr.splitlines() if "error" in line or "fatal" in line),
                   proc.stderr.strip() or f"exit status {proc.returncode}")
@@ -99,13 +69,13 @@ def _run_nvdisasm(cubin: bytes, kernels: list[str]) -> str:
 def _failing_kernel(path: str, kernels: list[str]) -> str:
     """The first kernel nvdisasm fails on alone (its errors do not name the section)."""
     for kernel in kernels:
-        if subprocess.run([nvdisasm_path(), "-c", "-fun", kernel, path], capture_output=True).returncode:
-            return kernel
+        if subprocess.run([nvdisasm_path(), *OPTIONS, "-fun", kernel, path], capture_output=True).returncode:
+            return f"kernel {kernel}"
     return "cubin"
 
 
-def _parse_listing(listing: str) -> dict[str, tuple[list[tuple[int, str, int]], dict[str, int]]]:
-    """Kernel -> ([(offset, body, line number)], {label: offset}) from nvdisasm's listing."""
+def _parse_listing(listing: str) -> dict[str, tuple[list[tuple[int, str]], dict[str, int]]]:
+    """Kernel -> ([(offset, instruction text)], {label: offset}) from nvdisasm's listing."""
     kernels: dict[str, tuple[list, dict]] = {}
     current = None
     pending: list[str] = []  # labels waiting for the instruction they name
@@ -129,7 +99,7 @@ def _parse_listing(listing: str) -> dict[str, tuple[list[tuple[int, str, int]], 
             for name in pending:
                 current[1][name] = offset
             pending = []
-            current[0].append((offset, instruction.group(2), number))
+            current[0].append((offset, instruction.group(2)))
             continue
         label = _LABEL.match(stripped)
         if label:
@@ -137,7 +107,7 @@ def _parse_listing(listing: str) -> dict[str, tuple[list[tuple[int, str, int]], 
             if current[0]:
                 current[1].setdefault(label.group(1), current[0][-1][0] + SIZE)  # a label past the last instruction
             continue
-        raise SassRewriteError(f"{_kernel_of(kernels, current)}: cannot read nvdisasm's line {number}: {stripped!r}")
+        raise SassRewriteError(f"kernel {_kernel_of(kernels, current)}: cannot read nvdisasm's line {number}: {stripped!r}")
     return kernels
 
 
@@ -145,16 +115,16 @@ def _kernel_of(kernels: dict, entry) -> str:
     return next(name for name, value in kernels.items() if value is entry)
 
 
-def _instructions(kernel: str, text: bytes, printed: list[tuple[int, str, int]],
+def _instructions(kernel: str, text: bytes, printed: list[tuple[int, str]],
                   labels: dict[str, int]) -> list[Instruction]:
     count = len(text) // SIZE
     if len(printed) != count:
-        raise SassRewriteError(f"{kernel}: nvdisasm printed {len(printed)} instructions, the section holds {count}")
+        raise SassRewriteError(f"kernel {kernel}: nvdisasm printed {len(printed)} instructions, the section holds {count}")
     words = struct.unpack(f"<{2 * count}Q", text)
     result = []
-    for index, (offset, body, _) in enumerate(printed):
+    for index, (offset, body) in enumerate(printed):
         if offset != SIZE * index:
-            raise SassRewriteError(f"{kernel}: nvdisasm printed offset {offset:#x} for instruction {index} "
+            raise SassRewriteError(f"kernel {kernel}: nvdisasm printed offset {offset:#x} for instruction {index} "
                                    f"(expected {SIZE * index:#x})")
         predicate, opcode, operands = _split_body(kernel, offset, body)
         target = None
@@ -167,9 +137,11 @@ def _instructions(kernel: str, text: bytes, printed: list[tuple[int, str, int]],
 def _split_body(kernel: str, offset: int, body: str) -> tuple[str | None, str, tuple[str, ...]]:
     match = _BODY.match(body)
     if match is None or not match.group(2)[0].isalpha():
-        raise SassRewriteError(f"{kernel}: cannot read the instruction at {offset:#x}: {body!r}")
+        raise SassRewriteError(f"kernel {kernel}: cannot read the instruction at {offset:#x}: {body!r}")
+    if UNKNOWN in body or INVALID in match.group(2):
+        raise SassRewriteError(f"kernel {kernel}: nvdisasm does not know the instruction at {offset:#x}: {body!r}")
     predicate, opcode, rest = match.groups()
-    return predicate, opcode, _split_operands(_ANNOTATION.sub("", rest))
+    return predicate, opcode, _split_operands(rest)
 
 
 def _split_operands(text: str) -> tuple[str, ...]:
@@ -197,7 +169,7 @@ def _target_index(kernel: str, offset: int, operands: tuple[str, ...], labels: d
         if label:
             at = labels.get(label.group(1))
             if at is None or at % SIZE or not 0 <= at // SIZE < count:
-                raise SassRewriteError(f"{kernel}: branch at {offset:#x} names {label.group(1)!r}, "
+                raise SassRewriteError(f"kernel {kernel}: branch at {offset:#x} names {label.group(1)!r}, "
                                        f"which is no instruction of the kernel")
             return at // SIZE
-    raise SassRewriteError(f"{kernel}: branch at {offset:#x} prints no target label")
+    raise SassRewriteError(f"kernel {kernel}: branch at {offset:#x} prints no target label")

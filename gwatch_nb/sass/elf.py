@@ -17,10 +17,9 @@ SYMBOL = struct.Struct("<IBBHQQ")
 MAGIC = b"\x7fELF"
 ELFCLASS64, ELFDATA2LSB = 2, 1
 
-SHT_NULL, SHT_SYMTAB, SHT_STRTAB, SHT_RELA, SHT_NOBITS, SHT_REL = 0, 2, 3, 4, 8, 9
-SHF_INFO_LINK = 0x40
+SHT_NULL, SHT_SYMTAB, SHT_RELA, SHT_NOBITS, SHT_REL = 0, 2, 4, 8, 9
+SHF_ALLOC, SHF_INFO_LINK = 0x2, 0x40
 SHN_LORESERVE = 0xFF00
-PT_PHDR = 6
 
 
 @dataclass(frozen=True)
@@ -133,7 +132,8 @@ class Elf:
             sections.append(Section(name, name_offset, stype, sflags, addr, offset, size, link, info, align, entsize,
                                     data[offset:offset + file_size]))
         segments = tuple(Segment(*PROGRAM_HEADER.unpack_from(data, phoff + k * phentsize)) for k in range(phnum))
-        elf = cls(ident, etype, machine, version, entry, flags, ehsize, shstrndx, tuple(sections), segments, phoff, shoff)
+        elf = cls(ident, etype, machine, version, entry, flags, ehsize, shstrndx, tuple(sections), segments, phoff,
+                  shoff)
         elf._check_layout(what)
         return replace(elf, _blocks=elf._segment_anchors(what))
 
@@ -174,7 +174,7 @@ class Elf:
         items = self._items()
         for k, seg in enumerate(self.segments):
             starts = tuple(key for key, offset, size, _ in items if offset == seg.offset
-                           and (key in ("phdrs", "shdrs") or self.sections[key].flags & 2 or size == 0))
+                           and (key in ("phdrs", "shdrs") or self.sections[key].flags & SHF_ALLOC or size == 0))
             end = seg.offset + seg.filesz
             ends = tuple(("end", key) for key, offset, size, _ in items if size and offset + size == end
                          and offset >= seg.offset)

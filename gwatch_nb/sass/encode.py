@@ -1,6 +1,6 @@
 """The sm_90a encodings of the instructions the SASS tier's probes insert: clock and special
-register reads, pointer arithmetic, a bound compare, guarded global stores, moves, constant
-loads and NOP. Each function returns the instruction's two 64-bit words.
+register reads, pointer arithmetic and shifts, a bound compare, guarded global stores, moves,
+constant loads and NOP. Each function returns the instruction's two 64-bit words.
 
 Bit n below is bit n of the 128-bit instruction (low word = bits 0-63, high word = 64-127),
 learnt from ptxas's output (Triton's ptxas, -arch=sm_90a) and by flipping bits under
@@ -16,8 +16,14 @@ learnt from ptxas's output (Triton's ptxas, -arch=sm_90a) and by flipping bits u
     91      set when a source is a uniform register
     105-127 scheduling control (gwatch_nb/sass/control.py)
 
+Every function takes the scheduling control as ``control``. Its default, ``Control()``, has a
+stall of 0, which ptxas gives, USETMAXREG aside, only to the padding after EXIT (14,448
+instructions of the corpus kernels): an inserted instruction that runs needs the stall, the
+scoreboards and the waits its place in the schedule asks for.
+
 Registers are `Reg(0..254)` and `RZ`, uniform registers `UReg(0..62)` and `URZ`, predicates
-`Pred(0..6)` and `PT`, each possibly negated; immediates are plain ints."""
+`Pred(0..6)` and `PT`, uniform predicates `UPred(0..6)` and `UPT` (the guards of S2UR, UMOV and
+ULDC), each possibly negated; immediates are plain ints."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -70,7 +76,20 @@ class Pred:
         return ("!" if self.negated else "") + ("PT" if self.index == 7 else f"P{self.index}")
 
 
-RZ, URZ, PT = Reg(255), UReg(63), Pred(7)
+@dataclass(frozen=True)
+class UPred:
+    index: int  # UP0..UP6; 7 is UPT
+    negated: bool = False
+
+    def __post_init__(self):
+        if not 0 <= self.index <= 7:
+            raise EncodingError(f"uniform predicate UP{self.index} out of range (UP0..UP6, UPT)")
+
+    def __str__(self):
+        return ("!" if self.negated else "") + ("UPT" if self.index == 7 else f"UP{self.index}")
+
+
+RZ, URZ, PT, UPT = Reg(255), UReg(63), Pred(7), UPred(7)
 NOT_PT = Pred(7, negated=True)
 Source = Union[Reg, UReg, int]
 
@@ -118,20 +137,26 @@ def _field(value: int, lo: int, width: int) -> int:
     return value << lo
 
 
-def _words(bits: int, guard: Pred | None, control: Control) -> Words:
-    guard = guard or PT
+def _words(bits: int, guard: Pred | UPred | None, control: Control, uniform: bool = False) -> Words:
+    """The two words of ``bits`` under ``guard`` (a uniform predicate for uniform-datapath
+    instructions) with the control field ``control``."""
+    kind = UPred if uniform else Pred
+    guard = kind(7) if guard is None else guard
+    if not isinstance(guard, kind):
+        raise EncodingError(f"guard must be a {'uniform ' if uniform else ''}predicate "
+                            f"{'UP0..UP6/UPT' if uniform else 'P0..P6/PT'}, not {guard!r}")
+    if not isinstance(control, Control):
+        raise EncodingError(f"control must be a Control, not {control!r}")
     bits |= _field(guard.index, 12, 3) | _field(int(guard.negated), 15, 1)
     return Words(bits & WORD, control.on_high(bits >> 64))
 
 
-def _reg(what: str, reg: Reg, count: int = 1, allow_rz: bool = True) -> int:
+def _reg(what: str, reg: Reg, count: int = 1) -> int:
     """The index of a register (or the first of ``count`` consecutive ones, aligned to
-    ``count``) after checking the constraints of its slot."""
+    ``count``; RZ stands for all of them) after checking the constraints of its slot."""
     if not isinstance(reg, Reg):
         raise EncodingError(f"{what} must be a register R0..R254/RZ, not {reg!r}")
     if reg == RZ:
-        if not allow_rz:
-            raise EncodingError(f"{what} cannot be RZ")
         return reg.index
     if reg.index % count:
         raise EncodingError(f"{what} {reg} must be a multiple of {count} ({32 * count}-bit register group)")
@@ -212,10 +237,10 @@ def s2r(rd: Reg, sr: str, *, guard: Pred | None = None, control: Control = Contr
 
 
 # S2UR: 0x9c3; URd 16-21; special register 72-79.
-def s2ur(urd: UReg, sr: str, *, guard: Pred | None = None, control: Control = Control()) -> Words:
+def s2ur(urd: UReg, sr: str, *, guard: UPred | None = None, control: Control = Control()) -> Words:
     """``S2UR URd, SR``: a warp-uniform special register into a uniform register."""
     return _words(0x9C3 | _field(_ureg("S2UR destination", urd), 16, 6) | _field(_special(sr), 72, 8),
-                  guard, control)
+                  guard, control, uniform=True)
 
 
 # IADD3 (0x010 | form << 9): Rd 16-23, Ra 24-31, b (register/immediate/uniform) 32+, Rc 64-71;
@@ -343,6 +368,25 @@ def _lea(rd, ra, b, rc, shift, high, carry_out, carry_in, guard, control) -> Wor
     return _words(bits, guard, control)
 
 
+# SHF (0x019 | form << 9): Rd 16-23, low source Ra 24-31, shift b at 32+ (register or immediate),
+# high source Rc 64-71; operand type 73-74, bit 75 .W (shift count wraps), 76 right, 80 .HI.
+SHIFT_TYPES = {"S64": 0, "U64": 1, "S32": 2, "U32": 3}
+
+
+def shf(rd: Reg, ra: Reg, shift: Union[Reg, int], rc: Reg, *, right: bool = True, kind: str = "U32",
+        high: bool = False, wrap: bool = False, guard: Pred | None = None, control: Control = Control()) -> Words:
+    """``SHF.{L|R}[.W].<kind>[.HI] Rd, Ra, shift, Rc``: the funnel shift of the pair (Rc:Ra);
+    ``SHF.R.U32.HI Rd, RZ, 0x5, Ra`` is ptxas's Ra >> 5 (a warp index from a thread id)."""
+    if kind not in SHIFT_TYPES:
+        raise EncodingError(f"unknown SHF type {kind!r} (known: {', '.join(SHIFT_TYPES)})")
+    if isinstance(shift, UReg) or (isinstance(shift, int) and not 0 <= shift < 64):
+        raise EncodingError(f"SHF shift {shift!r} must be a register or 0..63")
+    form, shift_bits = _b_operand("SHF shift", shift)
+    return _words(0x019 | form << 9 | _field(_reg("SHF destination", rd), 16, 8) | _field(_reg("SHF a", ra), 24, 8)
+                  | shift_bits | _field(_reg("SHF c", rc), 64, 8) | _field(SHIFT_TYPES[kind], 73, 2)
+                  | _field(int(wrap), 75, 1) | _field(int(right), 76, 1) | _field(int(high), 80, 1), guard, control)
+
+
 # ISETP (0x00c | form << 9): Ra 24-31, b 32+; bit 72 .EX, 73 signed (clear = .U32), boolean op
 # 74-75, comparison 76-78; Pd 81-83, second destination 84-86 (PT), predicate source 87-89
 # with negation 90; bits 68-70 hold PT (the .EX predicate source, unused here).
@@ -367,17 +411,18 @@ def isetp(pd: Pred, cmp: str, ra: Reg, b: Source, *, unsigned: bool = True, op: 
 # STG: 0x986; address register Ra 24-31 (a 64-bit pair), data Rb 32-39, signed 24-bit byte offset
 # 40-63, descriptor UR 64-69; bit 72 .E (64-bit address), access size 73-75, bit 76 desc[] form,
 # ordering 77-80 (0: weak, ptxas's st.global), eviction 84-86, bits 90-91 set in every form.
-def stg(address: Reg, data: Reg, *, offset: int = 0, width: int = 32, desc: UReg = UReg(4),
-        eviction: str = "", guard: Pred | None = None, control: Control = Control()) -> Words:
+def stg(address: Reg, data: Reg, *, desc: UReg, offset: int = 0, width: int = 32, eviction: str = "",
+        guard: Pred | None = None, control: Control = Control()) -> Words:
     """``[@P] STG.E[.EF][.64|.128] desc[URx][Ra.64+offset], Rb``: a global store of 32, 64 or 128
-    bits from Rb (Rb, Rb+1 / Rb..Rb+3) through the memory descriptor pair URx (Triton kernels
-    load it with ``ULDC.64 URx, c[0x0][0x208]``)."""
+    bits from Rb (Rb, Rb+1 / Rb..Rb+3) through the memory descriptor pair URx (the kernel loads
+    it with ``ULDC.64 URx, c[0x0][0x208]``; sm_90 has no global store without one)."""
     if width not in ACCESS_SIZES:
         raise EncodingError(f"STG width {width!r} must be 32, 64 or 128 bits")
     if eviction not in EVICTIONS:
         raise EncodingError(f"unknown STG eviction hint {eviction!r} (known: {', '.join(filter(None, EVICTIONS))})")
     bits = (0x986 | _field(_reg("STG address", address, 2), 24, 8) | _field(_reg("STG data", data, width // 32), 32, 8)
-            | _field(_signed("STG offset", offset, 24, width // 8), 40, 24) | _field(_ureg("STG descriptor", desc, 2), 64, 6)
+            | _field(_signed("STG offset", offset, 24, width // 8), 40, 24)
+            | _field(_ureg("STG descriptor", desc, 2), 64, 6)
             | _field(1, 72, 1) | _field(ACCESS_SIZES[width], 73, 3) | _field(1, 76, 1)
             | _field(EVICTIONS[eviction], 84, 3) | _field(3, 90, 2))
     return _words(bits, guard, control)
@@ -392,12 +437,13 @@ def mov(rd: Reg, src: Source, *, guard: Pred | None = None, control: Control = C
 
 
 # UMOV (0x082 | form << 9): URd 16-21, source at 32+ (immediate or uniform register).
-def umov(urd: UReg, src: Union[UReg, int], *, guard: Pred | None = None, control: Control = Control()) -> Words:
+def umov(urd: UReg, src: Union[UReg, int], *, guard: UPred | None = None, control: Control = Control()) -> Words:
     """``UMOV URd, src`` of a 32-bit immediate or a uniform register."""
     if isinstance(src, Reg):
         raise EncodingError(f"UMOV source must be a uniform register or an immediate, not {src}")
     form, src_bits = _b_operand("UMOV immediate", src)
-    return _words(0x082 | form << 9 | _field(_ureg("UMOV destination", urd), 16, 6) | src_bits, guard, control)
+    return _words(0x082 | form << 9 | _field(_ureg("UMOV destination", urd), 16, 6) | src_bits, guard, control,
+                  uniform=True)
 
 
 # LDC: 0xb82; Rd 16-23, index register 24-31 (RZ: none), signed 16-bit byte offset 38-53, bank 54-58,
@@ -406,16 +452,18 @@ def ldc(rd: Reg, offset: int, *, bank: int = 0, wide: bool = False, index: Reg =
         guard: Pred | None = None, control: Control = Control()) -> Words:
     """``LDC[.64] Rd, c[bank][index+offset]``: a kernel parameter (bank 0) into Rd (and Rd+1)."""
     width = 64 if wide else 32
-    return _words(0xB82 | _field(_reg("LDC destination", rd, width // 32), 16, 8) | _field(_reg("LDC index", index), 24, 8)
+    return _words(0xB82 | _field(_reg("LDC destination", rd, width // 32), 16, 8)
+                  | _field(_reg("LDC index", index), 24, 8)
                   | _constant_address(offset, bank, width) | _field(ACCESS_SIZES[width], 73, 3), guard, control)
 
 
-def uldc(urd: UReg, offset: int, *, bank: int = 0, wide: bool = False, guard: Pred | None = None,
+def uldc(urd: UReg, offset: int, *, bank: int = 0, wide: bool = False, guard: UPred | None = None,
          control: Control = Control()) -> Words:
     """``ULDC[.64] URd, c[bank][offset]``: a kernel parameter (bank 0) into uniform registers."""
     width = 64 if wide else 32
     return _words(0xAB9 | _field(_ureg("ULDC destination", urd, width // 32), 16, 6)
-                  | _constant_address(offset, bank, width) | _field(ACCESS_SIZES[width], 73, 3), guard, control)
+                  | _constant_address(offset, bank, width) | _field(ACCESS_SIZES[width], 73, 3), guard, control,
+                  uniform=True)
 
 
 def _constant_address(offset: int, bank: int, width: int) -> int:

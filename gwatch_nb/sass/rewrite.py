@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import hashlib
 from collections import OrderedDict
-from typing import Iterable
 
 from gwatch_nb.errors import SassRewriteError
+from gwatch_nb.sass.control import SHIFT as CONTROL_SHIFT
 from gwatch_nb.sass.cubin import INSTRUCTION_BYTES, OFFSET_FIELDS, Cubin
 from gwatch_nb.sass.disasm import disassemble
 from gwatch_nb.sass.insert import insert
@@ -32,35 +32,20 @@ def decoded(cubin: bytes) -> dict:
     return result
 
 
-def _words(kernel: str, index: int, words: Iterable) -> list[bytes]:
-    out = []
-    for word in words:
-        raw = bytes(getattr(word, "raw", word))
-        if len(raw) != INSTRUCTION_BYTES:
-            raise SassRewriteError(f"kernel {kernel}: an instruction to insert before {index} is {len(raw)} bytes, "
-                                   "not 16")
-        out.append(raw)
-    return out
-
-
 def rewrite(cubin: bytes, kernel: str, insertions: dict, registers: int | None = None) -> bytes:
     """`cubin` with, for each `i` in `insertions`, its 16-byte instructions (bytes, or objects with
     `.raw`) placed before instruction `i` of `kernel` (`i` = the instruction count: after the
-    last one). A branch to instruction `i` lands on the first instruction inserted before it.
-    `registers`: the kernel's new register count (more can lower occupancy; the caller chose it)."""
+    last one and its padding, see insert.py). A branch to instruction `i` lands on the first
+    instruction inserted before it. `registers`: the kernel's new register count (more can lower
+    occupancy; the caller chose it)."""
     view = Cubin.parse(cubin)
     view.kernel(kernel)
     original = decoded(cubin).get(kernel)
     if original is None:
         raise SassRewriteError(f"kernel {kernel}: nvdisasm printed no instructions for it")
-    words = {}
-    for index, items in insertions.items():
-        if not isinstance(index, int) or not 0 <= index <= len(original):
-            raise SassRewriteError(f"kernel {kernel}: cannot insert before instruction {index!r} "
-                                   f"(it has {len(original)})")
-        if items:
-            words[index] = _words(kernel, index, items)
-    new_text, new_offset = insert(original, words)
+    words = {index: [bytes(getattr(word, "raw", word)) for word in items]
+             for index, items in insertions.items() if items}
+    new_text, new_offset = insert(original, words, kernel)
     out = view.with_text(kernel, new_text, lambda offset: new_offset[offset // INSTRUCTION_BYTES])
     if registers is not None:
         out = Cubin.parse(out).with_registers(kernel, registers)
@@ -77,17 +62,18 @@ def _verify(before: Cubin, out: bytes, kernel: str, original: list, words: dict,
         raise SassRewriteError(f"{what} decodes to {len(got)} instructions, expected {expected_count}")
     new_index = [offset // INSTRUCTION_BYTES for offset in new_offset]
     for index, items in words.items():
-        first = new_index[index] - len(items) if index < len(original) else len(got) - _tail(original, words, index)
+        first = len(got) - len(items) if index == len(original) else new_index[index] - len(items)
         for k, raw in enumerate(items):
             if got[first + k].raw != raw:
                 raise SassRewriteError(f"{what} lost inserted instruction {k} before {index}")
     for old, new in zip(original, (got[i] for i in new_index)):
-        if (old.opcode, old.predicate, old.control) != (new.opcode, new.predicate, new.control):
-            raise SassRewriteError(f"{what} changed instruction {old.index} ({old.opcode} became {new.opcode})")
         if old.target is None:
             if (old.low, old.high) != (new.low, new.high):
-                raise SassRewriteError(f"{what} changed the bits of instruction {old.index} ({old.opcode})")
+                raise SassRewriteError(f"{what} changed instruction {old.index} ({old.opcode} became {new.opcode})")
             continue
+        if (old.opcode, old.predicate, old.high >> CONTROL_SHIFT) != (new.opcode, new.predicate,
+                                                                     new.high >> CONTROL_SHIFT):
+            raise SassRewriteError(f"{what} changed branch {old.index} ({old.opcode} became {new.opcode})")
         landing = new_index[old.target] - len(words.get(old.target, ())) if old.target < len(original) else None
         if new.target != landing:
             raise SassRewriteError(f"{what}: the {old.opcode} at instruction {old.index} no longer reaches "
@@ -100,9 +86,4 @@ def _verify(before: Cubin, out: bytes, kernel: str, original: list, words: dict,
                 if got[now // INSTRUCTION_BYTES].raw != original[was // INSTRUCTION_BYTES].raw \
                         and original[was // INSTRUCTION_BYTES].target is None:
                     raise SassRewriteError(f"{what}: {old.name} no longer names the instruction at {was:#x}")
-
-
-def _tail(original: list, words: dict, index: int) -> int:
-    """Instructions after the first one inserted at the end (`index` = len(original))."""
-    return len(words[index]) if index == len(original) else 0
 

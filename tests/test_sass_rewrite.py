@@ -1,0 +1,134 @@
+"""rewrite() end to end on real cubins: every corpus kernel and example rewritten with NOPs at
+every 7th instruction, every block start, before every branch and inside every loop, and
+clock readings into free registers, proven
+by rewrite's own checks and then by nvdisasm and cuobjdump here; no insertion gives the cubin
+back byte for byte; bad requests and a broken insertion are refused; the time it takes."""
+import statistics
+import subprocess
+import tempfile
+import time
+
+import pytest
+
+import sass_cubins
+import sass_plans
+from gwatch_nb.errors import SassRewriteError
+from gwatch_nb.sass import insert as insert_module
+from gwatch_nb.sass import rewrite
+from gwatch_nb.sass.cubin import Cubin
+from gwatch_nb.sass.disasm import disassemble
+
+LARGEST = "attention bwd dkdv causal"  # the largest corpus kernel
+
+
+def _only_kernel(data: bytes) -> str:
+    (name,) = Cubin.parse(data).kernels
+    return name
+
+
+def _all_plans(kernel) -> dict:
+    plan = {}
+    for make in sass_plans.PLANS.values():
+        for index, words in make(kernel).items():
+            plan.setdefault(index, []).extend(words)
+    return plan
+
+
+def _expected(original, plan) -> tuple[list, dict]:
+    """The sequence a rewrite must decode to, and where a branch to each original index lands."""
+    expected, landing = [], {}
+    for ins in original:
+        landing[ins.index] = len(expected)
+        expected += [("inserted", word) for word in plan.get(ins.index, [])]
+        expected.append(("original", ins))
+    return expected, landing
+
+
+@pytest.mark.parametrize("name", [case.name for case in sass_cubins.CASES])
+def test_every_plan_at_once_gives_the_original_plus_the_insertions(name):
+    data = sass_cubins.cubins()[name]
+    kernel = _only_kernel(data)
+    original = rewrite.decoded(data)[kernel]
+    plan = _all_plans(sass_plans.kernel(data, kernel))
+    assert len(original) not in plan  # the plans insert before instructions only
+    out = rewrite.rewrite(data, kernel, plan)
+    got = disassemble(out)[kernel]
+    expected, landing = _expected(original, plan)
+    assert len(got) == len(expected)
+    branches = 0
+    for new, (kind, item) in zip(got, expected):
+        if kind == "inserted":
+            assert new.raw == item
+        elif item.target is None:
+            assert new.raw == item.raw
+        else:
+            branches += 1
+            assert (new.opcode, new.predicate, new.control) == (item.opcode, item.predicate, item.control)
+            assert new.target == landing[item.target], (item.index, item.opcode)
+    assert branches == sum(ins.target is not None for ins in original)
+    _tools_accept(out)
+
+
+def _tools_accept(data: bytes):
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+        f.write(data)
+        f.flush()
+        subprocess.run([sass_cubins.tool("cuobjdump"), "-elf", "-sass", f.name], capture_output=True, check=True)
+
+
+def test_no_insertion_gives_the_same_bytes():
+    for name in ("vector_add (no markers)", "matmul", LARGEST):
+        data = sass_cubins.cubins()[name]
+        assert rewrite.rewrite(data, _only_kernel(data), {}) == data
+
+
+def test_bad_requests_are_refused_in_one_line():
+    data = sass_cubins.cubins()["vector_add (no markers)"]
+    count = len(rewrite.decoded(data)["vector_add"])
+    for insertions, reason in (({0: [b"\0" * 8]}, "kernel vector_add: an instruction to insert before 0 is 8 bytes"),
+                               ({count + 1: [sass_plans.NOP]}, f"cannot insert before instruction {count + 1}"),
+                               ({-1: [sass_plans.NOP]}, "cannot insert before instruction -1")):
+        with pytest.raises(SassRewriteError, match=reason) as caught:
+            rewrite.rewrite(data, "vector_add", insertions)
+        assert "\n" not in str(caught.value)
+    with pytest.raises(SassRewriteError, match="kernel nope: not in this cubin"):
+        rewrite.rewrite(data, "nope", {})
+
+
+def test_a_broken_insertion_is_caught_before_it_is_returned(monkeypatch):
+    """The checks run on the written cubin: an insertion that bends one branch is refused."""
+    data = sass_cubins.cubins()["nested_loops"]
+    real_insert = insert_module.insert
+
+    def bent(original, words, kernel):
+        text, offsets = real_insert(original, words, kernel)
+        branch = next(ins for ins in original if ins.base == "BRA" and ins.target is not None)
+        at = offsets[branch.index]
+        low = int.from_bytes(text[at:at + 8], "little") ^ 1 << 18  # a bit of the branch's offset field
+        return text[:at] + low.to_bytes(8, "little") + text[at + 8:], offsets
+    monkeypatch.setattr(rewrite, "insert", bent)
+    with pytest.raises(SassRewriteError, match="kernel nested_loops: the rewritten cubin"):
+        rewrite.rewrite(data, "nested_loops", sass_plans.every_seventh(sass_plans.kernel(data, "nested_loops")))
+
+
+def test_rewriting_the_largest_kernel_takes_under_50_ms_besides_nvdisasm(monkeypatch):
+    """Timed with the original's decode cached; the time the checks spend decoding the result
+    (nvdisasm and reading its listing) is measured around that call and left out."""
+    data = sass_cubins.cubins()[LARGEST]
+    kernel = _only_kernel(data)
+    plan = sass_plans.every_seventh(sass_plans.kernel(data, kernel))
+    decoding = []
+
+    def timed_disassemble(cubin):
+        began = time.perf_counter()
+        result = disassemble(cubin)
+        decoding.append(time.perf_counter() - began)
+        return result
+    monkeypatch.setattr(rewrite, "disassemble", timed_disassemble)
+    timings = []
+    for _ in range(3):
+        decoding.clear()
+        began = time.perf_counter()
+        rewrite.rewrite(data, kernel, plan)
+        timings.append(time.perf_counter() - began - sum(decoding))
+    assert statistics.median(timings) < 0.050, timings
