@@ -1,7 +1,7 @@
 """Small PTX kernels for the SASS analysis tests, assembled for sm_90a by Triton's ptxas:
 forms the corpus kernels lack (doubles, conversions, warp MMA, ldmatrix, 128-bit shared
-and global accesses, atomics, reductions, votes, shuffles), and a kernel small enough to
-check its liveness by hand."""
+and global accesses, atomics, reductions, votes, shuffles; calls), and a kernel small enough
+to check its liveness by hand."""
 import functools
 
 from gwatch_nb import ptx
@@ -94,6 +94,54 @@ DONE:
     ret;
 }
 """
+# A kernel calling a recursive function, which ptxas cannot inline: CALL, RET, the ABI's
+# stack frame and saved registers.
+CALLS = r""".version 8.7
+.target sm_90a
+.address_size 64
+
+.func (.param .b32 result) twice(.param .b32 value)
+{
+    .reg .pred %p<2>;
+    .reg .b32 %r<5>;
+    ld.param.b32 %r1, [value];
+    setp.eq.u32 %p1, %r1, 0;
+    mov.u32 %r4, 0;
+    @%p1 bra DONE;
+    sub.u32 %r2, %r1, 1;
+    {
+    .param .b32 arg;
+    .param .b32 ret;
+    st.param.b32 [arg], %r2;
+    call (ret), twice, (arg);
+    ld.param.b32 %r3, [ret];
+    }
+    add.u32 %r4, %r3, 2;
+DONE:
+    st.param.b32 [result], %r4;
+    ret;
+}
+
+.visible .entry calls(.param .u64 out)
+{
+    .reg .b32 %r<4>;
+    .reg .b64 %rd<4>;
+    ld.param.u64 %rd1, [out];
+    mov.u32 %r1, %tid.x;
+    {
+    .param .b32 arg;
+    .param .b32 ret;
+    st.param.b32 [arg], %r1;
+    call (ret), twice, (arg);
+    ld.param.b32 %r2, [ret];
+    }
+    mul.wide.u32 %rd2, %r1, 4;
+    add.s64 %rd3, %rd1, %rd2;
+    st.global.u32 [%rd3], %r2;
+    ret;
+}
+"""
+
 
 @functools.lru_cache(maxsize=None)
 def cubin(source: str) -> bytes:
