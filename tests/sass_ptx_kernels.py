@@ -1,7 +1,7 @@
 """Small PTX kernels for the SASS analysis tests, assembled for sm_90a by Triton's ptxas:
 forms the corpus kernels lack (doubles, conversions, warp MMA, ldmatrix, 128-bit shared
-and global accesses, atomics, reductions, votes, shuffles), and a kernel small enough to
-check its liveness by hand."""
+and global accesses, atomics, reductions, votes, shuffles; calls), and a kernel small enough
+to check its liveness by hand."""
 import functools
 
 from gwatch_nb import ptx
@@ -40,7 +40,8 @@ WIDE_FORMS = r""".version 8.7
     mov.f32 %f2, 0f00000000;
     mov.f32 %f3, 0f00000000;
     mov.f32 %f4, 0f00000000;
-    mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%f5, %f6, %f7, %f8}, {%r13, %r14, %r15, %r16}, {%r17, %r18}, {%f1, %f2, %f3, %f4};
+    mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%f5, %f6, %f7, %f8}, {%r13, %r14, %r15, %r16},
+        {%r17, %r18}, {%f1, %f2, %f3, %f4};
     mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 {%f9, %f10, %f11, %f12}, {%r9, %r10}, {%r11}, {%f5, %f6, %f7, %f8};
     cvt.f64.f32 %fd2, %f9;
     cvt.rn.f64.s32 %fd3, %r12;
@@ -90,6 +91,53 @@ GUARDED_STORE = r"""
     add.s64 %rd3, %rd1, %rd2;
     st.global.u32 [%rd3], %r2;
 DONE:
+    ret;
+}
+"""
+# A kernel calling a recursive function, which ptxas cannot inline: CALL, RET, the ABI's
+# stack frame and saved registers.
+CALLS = r""".version 8.7
+.target sm_90a
+.address_size 64
+
+.func (.param .b32 result) twice(.param .b32 value)
+{
+    .reg .pred %p<2>;
+    .reg .b32 %r<5>;
+    ld.param.b32 %r1, [value];
+    setp.eq.u32 %p1, %r1, 0;
+    mov.u32 %r4, 0;
+    @%p1 bra DONE;
+    sub.u32 %r2, %r1, 1;
+    {
+    .param .b32 arg;
+    .param .b32 ret;
+    st.param.b32 [arg], %r2;
+    call (ret), twice, (arg);
+    ld.param.b32 %r3, [ret];
+    }
+    add.u32 %r4, %r3, 2;
+DONE:
+    st.param.b32 [result], %r4;
+    ret;
+}
+
+.visible .entry calls(.param .u64 out)
+{
+    .reg .b32 %r<4>;
+    .reg .b64 %rd<4>;
+    ld.param.u64 %rd1, [out];
+    mov.u32 %r1, %tid.x;
+    {
+    .param .b32 arg;
+    .param .b32 ret;
+    st.param.b32 [arg], %r1;
+    call (ret), twice, (arg);
+    ld.param.b32 %r2, [ret];
+    }
+    mul.wide.u32 %rd2, %r1, 4;
+    add.s64 %rd3, %rd1, %rd2;
+    st.global.u32 [%rd3], %r2;
     ret;
 }
 """

@@ -14,7 +14,8 @@ from gwatch_nb.sass.instruction import Instruction
 
 def _graphs(case: str):
     cubin = sass_cubins.cubins()[case]
-    return cubin, {kernel: ControlFlowGraph(instructions, kernel) for kernel, instructions in disassemble(cubin).items()}
+    return cubin, {kernel: ControlFlowGraph(instructions, kernel)
+                   for kernel, instructions in disassemble(cubin).items()}
 
 
 @pytest.mark.parametrize("case", sorted(sass_cubins.cubins()))
@@ -103,3 +104,24 @@ def test_indirect_branch_is_refused():
     indirect = Instruction(at, 0, 0, None, "BRX", ("R4", "-0x10"), None)
     with pytest.raises(SassRewriteError, match=rf"^kernel guarded_store: instruction {at} \(BRX\): an indirect branch"):
         ControlFlowGraph(instructions[:at] + [indirect] + instructions[at + 1:], "guarded_store")
+
+
+def test_calls_and_returns():
+    """nvdisasm draws a called function as a graph of its own; ours joins them: each CALL also
+    enters the callee, each RET goes back after every CALL. Otherwise the graphs are equal."""
+    cubin = sass_ptx_kernels.cubin(sass_ptx_kernels.CALLS)
+    (kernel, instructions), = disassemble(cubin).items()
+    cfg = ControlFlowGraph(instructions, kernel)
+    starts, edges = set(), set()
+    for blocks, function_edges in sass_reference.block_graph(cubin).values():
+        starts |= blocks
+        edges |= function_edges
+    reached = [b for b in cfg.blocks if cfg.reachable[b.index]]
+    assert {b.start for b in reached} == starts
+    ours = {(b.start, cfg.blocks[s].start) for b in reached for s in b.successors}
+    calls = [i for i in instructions if i.base == "CALL"]
+    returns = [i for i in instructions if i.base == "RET"]
+    assert calls and returns
+    entering = {(cfg.block_at(c.index).start, c.target) for c in calls if cfg.block_at(c.index).start != c.target}
+    returning = {(cfg.block_at(r.index).start, c.index + 1) for r in returns for c in calls}
+    assert ours - edges == (entering | returning) - edges and edges <= ours

@@ -62,6 +62,7 @@ def test_windows_stay_inside_one_block():
 def _corpus():
     cases = dict(sass_cubins.cubins())
     cases["wide forms (PTX)"] = sass_ptx_kernels.cubin(sass_ptx_kernels.WIDE_FORMS)
+    cases["calls (PTX)"] = sass_ptx_kernels.cubin(sass_ptx_kernels.CALLS)
     return cases
 
 
@@ -89,7 +90,8 @@ def test_liveness_contains_nvidia_life_ranges(case):
             assert through <= _names(live.live_out[index]), f"{kernel} @{index}: dead after, live for nvdisasm"
             theirs += len(live_in)
             ours += len(mine)
-        assert ours <= (1 + CLOSENESS) * theirs
+        if not any(i.base == "CALL" for i in instructions):  # a CALL is taken to read every register
+            assert ours <= (1 + CLOSENESS) * theirs
 
 
 def test_a_value_overwritten_before_any_read_is_dead():

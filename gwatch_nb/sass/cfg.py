@@ -77,7 +77,8 @@ class ControlFlowGraph:
                 self.loop_of[b] = k
 
     def _fail(self, instruction, reason: str):
-        raise SassRewriteError(f"kernel {self.kernel}: instruction {instruction.index} ({instruction.opcode}): {reason}")
+        raise SassRewriteError(f"kernel {self.kernel}: instruction {instruction.index} ({instruction.opcode}): "
+                               f"{reason}")
 
     def _instruction_successors(self, i: int, return_sites: list[int]) -> list[int]:
         instruction = self.instructions[i]
@@ -202,6 +203,11 @@ class ControlFlowGraph:
             loops.append(Loop(h, frozenset(bodies[h]), tuple(edges[h]), parent,
                               1 if parent is None else loops[parent].depth + 1))
         return loops
+
+    def check_window(self, i: int, j: int):
+        """Raise SassRewriteError unless instructions i..j lie in one block."""
+        if not 0 <= i <= j < len(self.instructions) or self.block_of[i] != self.block_of[j]:
+            raise SassRewriteError(f"kernel {self.kernel}: window {i}..{j} is not inside one basic block")
 
     def block_at(self, instruction_index: int) -> Block:
         return self.blocks[self.block_of[instruction_index]]

@@ -5,7 +5,7 @@ the instruction reads it, or if it is live after and the instruction does not su
 (a guarded instruction writes nothing for sure). Reads are over-approximated and writes
 under-approximated by registers.py, so an error leaves a register live, never dead. A path
 ends at EXIT with only R1 live: the ABI keeps the stack pointer there, and nvdisasm counts it
-live throughout.
+live throughout. A RET also keeps the registers a callee must preserve.
 
 A register is free over instructions i..j of one block when it is not live before any of
 them nor after j, no instruction among them reads or writes it, and no transfer still in
@@ -19,6 +19,9 @@ from gwatch_nb.sass.registers import register_use
 from gwatch_nb.sass.scoreboards import Scoreboards
 
 STACK_POINTER = regs.register_bit("R1")
+# What a return hands back to an unknown caller: the stack pointer and the registers the ABI
+# has a callee preserve (nvdisasm keeps R16-R31 live up to a RET).
+CALLEE_SAVED = STACK_POINTER | sum(regs.register_bit(f"R{r}") for r in range(16, 32))
 
 
 def _surely_executes(instruction) -> bool:
@@ -38,7 +41,7 @@ class Liveness:
         self.cfg = cfg
         self.register_count = register_count
         self.uses = [register_use(i, cfg.kernel) for i in cfg.instructions]
-        self.reads = [use.reads | (STACK_POINTER if i.base in ("EXIT", "RET") else 0)
+        self.reads = [use.reads | {"EXIT": STACK_POINTER, "RET": CALLEE_SAVED}.get(i.base, 0)
                       for i, use in zip(cfg.instructions, self.uses)]
         self.kills = [use.writes if _surely_executes(i) else 0 for i, use in zip(cfg.instructions, self.uses)]
         named = 0
@@ -53,7 +56,7 @@ class Liveness:
         self.scoreboards = Scoreboards(cfg, self.uses)
 
     def _solve(self):
-        cfg, reads, kills = self.cfg, self.reads, self.kills
+        cfg, reads, kills, instructions = self.cfg, self.reads, self.kills, self.cfg.instructions
         blocks = cfg.blocks
         gen, kill = [], []
         for block in blocks:
@@ -80,16 +83,15 @@ class Liveness:
             for s in block.successors:
                 live |= block_in[s]
             for i in range(block.end - 1, block.start - 1, -1):
-                self.live_out[i] = live | (reads[i] & STACK_POINTER)
+                self.live_out[i] = live | (reads[i] & STACK_POINTER if instructions[i].base in ("EXIT", "RET")
+                                           else 0)
                 live = reads[i] | (live & ~kills[i])
                 self.live_in[i] = live
 
     def busy(self, i: int, j: int | None = None) -> int:
         """Every register the kernel may need over instructions i..j of one block (mask)."""
         j = i if j is None else j
-        cfg = self.cfg
-        if not 0 <= i <= j < len(cfg.instructions) or cfg.block_of[i] != cfg.block_of[j]:
-            raise SassRewriteError(f"kernel {cfg.kernel}: window {i}..{j} is not inside one basic block")
+        self.cfg.check_window(i, j)
         mask = self.live_out[j] | self.scoreboards.in_flight_after(j)
         for k in range(i, j + 1):
             mask |= self.live_in[k] | self.uses[k].reads | self.uses[k].writes | self.scoreboards.in_flight(k)

@@ -377,7 +377,7 @@ def _call(opcode, operands):
 _FAMILIES = {
     _plain: "FADD FMUL FFMA FMNMX FSEL FSWZADD F2FP HADD2 HMUL2 HFMA2 HMNMX2 PRMT SHF SGXT IABS MUFU MOV SEL "
             "VIADD VIMNMX VIADDMNMX POPC FLO BREV BMSK IMNMX S2R S2UR R2UR UMOV USEL USHF USGXT UPRMT UFLO "
-            "UPOPC UBMSK UBREV",
+            "UPOPC UBMSK UBREV BMOV",
     _carry: "IADD3 UIADD3 IMAD UIMAD LEA ULEA LOP3 ULOP3",
     _two_predicates: "ISETP FSETP DSETP HSETP2 UISETP PLOP3 UPLOP3",
     _double: "DADD DMUL DFMA DMNMX",
@@ -408,9 +408,8 @@ KNOWN_OPCODES = frozenset(_HANDLERS)
 
 
 def guard_register(predicate: str | None) -> int:
-    """The guard predicate's bit ("@!P1" -> P1); 0 for none or PT. nvdisasm's JSON prints the
-    P2R/R2P operand PR in the predicate field: that is no guard."""
-    if not predicate or not predicate.startswith("@"):
+    """The guard predicate's bit ("@!P1" -> P1); 0 for none or PT."""
+    if not predicate:
         return 0
     return register_bit(predicate.lstrip("@!"))
 
@@ -424,8 +423,6 @@ def register_use(instruction, kernel: str = "?") -> RegisterUse:
     if handler is None:
         raise SassRewriteError(f"{where}: the registers of opcode {base} are not modelled")
     operands = tuple(instruction.operands)
-    if instruction.predicate == "PR" and base in ("P2R", "R2P"):
-        operands = ("PR",) + operands if base == "R2P" else operands[:1] + ("PR",) + operands[1:]
     try:
         reads, writes = handler(instruction.opcode, operands)
     except _Unmodelled as reason:
