@@ -1,0 +1,264 @@
+"""The decoder on the sm_90a cubins of every corpus kernel and example: the words are the
+cubin's text byte for byte, the opcode/guard/operands agree with nvdisasm's JSON (a parse of
+its own), the control fields obey what ptxas guarantees, branch targets read from the bits
+agree with nvdisasm's labels, and bad input is one line of SassRewriteError."""
+import json
+import re
+from collections import Counter
+import subprocess
+import tempfile
+
+import pytest
+
+from gwatch_nb import ptx
+from gwatch_nb.errors import SassRewriteError
+from gwatch_nb.sass import branches
+from gwatch_nb.sass.control import NO_BARRIER, Control
+from gwatch_nb.sass.cubin import Cubin
+from gwatch_nb.sass.disasm import disassemble, nvdisasm_path
+from sass_cubins import cubins
+
+NAMES = list(cubins())
+
+
+@pytest.fixture(scope="module")
+def decoded():
+    return {name: disassemble(cubin) for name, cubin in cubins().items()}
+
+
+def _nvdisasm(cubin: bytes, *options: str) -> str:
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+        f.write(cubin)
+        f.flush()
+        return subprocess.run([nvdisasm_path(), *options, f.name], capture_output=True, text=True, check=True).stdout
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_words_are_the_text_and_control_round_trips(name, decoded):
+    view = Cubin.parse(cubins()[name])
+    assert set(decoded[name]) == set(view.kernels)
+    for kernel, instructions in decoded[name].items():
+        assert b"".join(i.raw for i in instructions) == view.text(kernel)
+        assert [i.index for i in instructions] == list(range(len(instructions)))
+        assert [i.offset for i in instructions] == [16 * k for k in range(len(instructions))]
+        for i in instructions:
+            assert i.control.on_high(i.high) == i.high
+            assert Control.from_bits(i.control.bits) == i.control
+            assert i.base == i.opcode.split(".")[0]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_words_match_nvdisasm_hex(name, decoded):
+    """nvdisasm -hex prints each instruction's two words: our ELF reading must give the same."""
+    listing = _nvdisasm(cubins()[name], "-c", "-hex")
+    words = [int(w, 16) for w in re.findall(r"/\* (0x[0-9a-f]{16}) \*/", listing)]
+    (instructions,) = decoded[name].values()
+    assert words == [w for i in instructions for w in (i.low, i.high)]
+
+
+def _json_form(operand: str, instruction) -> str:
+    """Our operand as nvdisasm's JSON spells it: no spaces, a label as the target's offset."""
+    if operand.startswith("`("):
+        return hex(16 * instruction.target)
+    return operand.replace(" ", "")
+
+
+def _pieces(operands: str) -> Counter:
+    """Operand text cut at commas and brackets: the JSON drops the comma before an address
+    ("R1[R2]") and moves LDGSTS's shared address last."""
+    return Counter(p for p in re.split(r"[,\[\] ]", operands) if p)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_opcodes_guards_operands_agree_with_nvdisasm_json(name, decoded):
+    (function,) = json.loads(_nvdisasm(cubins()[name], "-json"))[1]
+    (instructions,) = decoded[name].values()
+    printed = function["sass-instructions"]
+    assert len(printed) == len(instructions)
+    for mine, theirs in zip(instructions, printed):
+        assert mine.opcode == theirs["opcode"]
+        if theirs.get("predicate") == "PR":  # the JSON takes P2R's PR operand for a guard
+            assert mine.base == "P2R" and mine.operands[1] == "PR" and mine.predicate is None
+            assert [o for o in mine.operands if o != "PR"] == theirs["operands"].split(",")
+            continue
+        assert mine.predicate == theirs.get("predicate")
+        joined = ",".join(_json_form(o, mine) for o in mine.operands)
+        assert _pieces(joined) == _pieces(theirs.get("operands", ""))
+
+
+def test_operand_forms_of_the_contract(decoded):
+    seen = {o for result in decoded.values() for instructions in result.values()
+            for i in instructions for o in i.operands}
+    for form in ("R3.reuse", "-R4", "c[0x0][0x210]", "desc[UR4][R2.64]", "SR_TID.X", "P0", "!PT", "UR5",
+                 "{5,4,3,2,1,0}", "-INF"):
+        assert any(re.fullmatch(re.sub(r"\d+", r"\\d+", re.escape(form)), o) for o in seen), form
+    assert not any(o != o.strip() or not o for o in seen)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_branch_targets_from_the_bits_match_nvdisasm(name, decoded):
+    for instructions in decoded[name].values():
+        for i in instructions:
+            if branches.has_relative_target(i.opcode):
+                assert i.target is not None
+                assert i.offset + 16 + branches.target_of(i.low, i.high) == 16 * i.target
+            else:
+                assert i.target is None
+                assert branches.target_of(i.low, i.high) is None or i.base in branches.UNSUPPORTED
+
+
+def _written(i) -> set[str]:
+    """The registers a load or S2R writes (its first operand; .64/.128 widen it)."""
+    first = re.fullmatch(r"R(\d+)", i.operands[0])
+    if first is None:
+        return set()
+    width = 4 if ".128" in i.opcode else 2 if ".64" in i.opcode else 1
+    return {f"R{int(first.group(1)) + k}" for k in range(width)}
+
+
+def _mentions(i, registers: set[str]) -> bool:
+    return any(r in registers for o in i.operands for r in re.findall(r"\bR\d+\b", o))
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_loads_consumer_waits_on_its_write_barrier(name, decoded):
+    """ptxas's contract with the hardware: a variable-latency result (LDG, LDS, S2R) is read only
+    after some instruction waited on the scoreboard the producer set. Checks that the write
+    barrier and the wait mask are where control.py reads them."""
+    checked = 0
+    for instructions in decoded[name].values():
+        targets = {i.target for i in instructions if i.target is not None}
+        for k, producer in enumerate(instructions):
+            if producer.base not in ("LDG", "LDS", "S2R") or producer.predicate:
+                continue
+            written = _written(producer)
+            barrier = producer.control.write_barrier
+            if not written:
+                continue
+            assert barrier != NO_BARRIER, f"{producer.opcode} at {producer.offset:#x} sets no scoreboard"
+            for later in instructions[k + 1:]:
+                if later.index in targets or later.target is not None or later.base in ("EXIT", "BRA"):
+                    break
+                waited = later.control.wait_mask >> barrier & 1 or later.base == "DEPBAR"
+                if _mentions(later, written):
+                    assert waited or any(j.control.wait_mask >> barrier & 1 for j in
+                                         instructions[k + 1:later.index]), f"{later.opcode} at {later.offset:#x}"
+                    checked += 1
+                    break
+                if waited:
+                    break
+    assert checked > 0
+
+
+SMALL_PTX = """.version 8.0
+.target {arch}
+.address_size 64
+.visible .entry small(.param .u64 out)
+{{
+	.reg .u64 %p;
+	.reg .u32 %t;
+	ld.param.u64 %p, [out];
+	mov.u32 %t, %tid.x;
+	st.global.u32 [%p], %t;
+	ret;
+}}
+"""
+
+
+def test_a_cubin_for_another_architecture_is_refused():
+    cubin = ptx.assemble(SMALL_PTX.format(arch="sm_80"), arch="sm_80")
+    with pytest.raises(SassRewriteError, match=r"^cubin: built for sm_80") as error:
+        disassemble(cubin)
+    assert "\n" not in str(error.value)
+
+
+def test_a_truncated_cubin_is_refused():
+    cubin = cubins()["early_return"]
+    for cut in (10, 100, len(cubin) // 2):
+        with pytest.raises(SassRewriteError) as error:
+            disassemble(cubin[:cut])
+        assert "\n" not in str(error.value)
+
+
+def test_an_instruction_nvdisasm_cannot_decode_names_kernel_and_offset():
+    cubin = bytearray(cubins()["early_return"])
+    view = Cubin.parse(bytes(cubin))
+    section = view.elf.sections[view.kernel("early_return").text]
+    start = cubin.find(section.data)
+    cubin[start + 0x50:start + 0x58] = bytes.fromhex("1234567890abcdef")
+    with pytest.raises(SassRewriteError, match=r"^kernel early_return: .* at 0x50\b") as error:
+        disassemble(bytes(cubin))
+    assert "\n" not in str(error.value)
+
+
+def test_subroutines_and_jump_tables_decode():
+    """A noinline call stays in the kernel's own section; brx.idx becomes BRXU over a jump
+    table, whose targets nvdisasm names only in a comment: no relative target is recorded."""
+    calls = ptx.assemble(CALL_PTX)
+    (instructions,) = disassemble(calls).values()
+    call = next(i for i in instructions if i.opcode.startswith("CALL.REL"))
+    assert call.target > call.index and instructions[call.target - 1].base == "EXIT"  # the helper follows the kernel
+    ret = next(i for i in instructions if i.base == "RET")
+    assert ret.target is None and ret.operands[0].startswith("R")
+    table = ptx.assemble(BRX_PTX)
+    (instructions,) = disassemble(table).values()
+    brx = next(i for i in instructions if i.base.startswith("BRX"))
+    assert brx.target is None and brx.base in branches.UNSUPPORTED
+    assert sum(i.base == "BRA" for i in instructions) >= 3
+
+
+CALL_PTX = """.version 8.0
+.target sm_90a
+.address_size 64
+.func (.reg .u32 r) helper(.param .u32 a)
+{
+	.reg .u32 %t;
+	ld.param.u32 %t, [a];
+	mul.lo.u32 %t, %t, 3;
+	st.param.u32 [r], %t;
+	ret;
+}
+.visible .entry calls(.param .u64 out, .param .u32 n)
+{
+	.reg .u32 %i, %n, %v;
+	.reg .u64 %p;
+	.reg .pred %q;
+	ld.param.u64 %p, [out];
+	ld.param.u32 %n, [n];
+	mov.u32 %i, %tid.x;
+LOOP:
+	{
+	.param .u32 a0;
+	.param .u32 r0;
+	st.param.u32 [a0], %i;
+	call.uni (r0), helper, (a0);
+	ld.param.u32 %v, [r0];
+	}
+	add.u32 %i, %i, %v;
+	setp.lt.u32 %q, %i, %n;
+	@%q bra LOOP;
+	st.global.u32 [%p], %i;
+	ret;
+}
+"""
+
+BRX_PTX = """.version 8.0
+.target sm_90a
+.address_size 64
+.visible .entry table(.param .u64 out, .param .u32 n)
+{
+	.reg .u32 %i, %v;
+	.reg .u64 %p;
+	ld.param.u64 %p, [out];
+	ld.param.u32 %i, [n];
+	and.b32 %i, %i, 3;
+	ts: .branchtargets L0, L1, L2, L3;
+	brx.idx %i, ts;
+L0:	mov.u32 %v, 10; bra.uni W;
+L1:	mov.u32 %v, 20; bra.uni W;
+L2:	mov.u32 %v, 30; bra.uni W;
+L3:	mov.u32 %v, 40; bra.uni W;
+W:	st.global.u32 [%p], %v;
+	ret;
+}
+"""
