@@ -1,0 +1,97 @@
+"""The DWARF line reader on the sm_90a cubins of every corpus kernel, from Triton 3.9 here and
+from the H200's Triton 3.6 (tests/fixtures/cubins_h200.npz): each instruction's file and line
+agree with `nvdisasm -g`, its inlining chain with `nvdisasm -gi`, and bad input is one line."""
+import os
+import re
+import subprocess
+import tempfile
+import time
+
+import numpy as np
+import pytest
+
+from gwatch_nb.errors import SassRewriteError
+from gwatch_nb.sass.disasm import nvdisasm_path
+from gwatch_nb.sass.elf import SHT_RELA, Elf
+from gwatch_nb.sass.lines import line_table
+from sass_cubins import cubins
+
+H200_CUBINS = os.path.join(os.path.dirname(__file__), "fixtures", "cubins_h200.npz")
+_ANNOTATION = re.compile(r'\s*//## File "([^"]+)", line (\d+)(?: inlined at "([^"]+)", line (\d+))?')
+_INSTRUCTION = re.compile(r"\s*/\*([0-9a-f]{4,})\*/")
+
+
+def h200_cubins() -> dict[str, bytes]:
+    with np.load(H200_CUBINS) as archive:
+        return {name: archive[name].tobytes() for name in archive.files if name != "triton_version"}
+
+
+ALL = {**{f"3.9 {name}": cubin for name, cubin in cubins().items()},
+       **{f"3.6 {name}": cubin for name, cubin in h200_cubins().items()}}
+
+
+def _nvdisasm(cubin: bytes, option: str) -> str:
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+        f.write(cubin)
+        f.flush()
+        return subprocess.run([nvdisasm_path(), option, "-c", f.name], capture_output=True, text=True,
+                              check=True).stdout
+
+
+def _printed(listing: str) -> dict[int, list[tuple[str, int]]]:
+    """Instruction index -> the annotations nvdisasm printed right above it (innermost first)."""
+    out, pending = {}, []
+    for line in listing.splitlines():
+        annotation = _ANNOTATION.match(line)
+        if annotation:
+            pending.append((annotation.group(1), int(annotation.group(2))))
+            continue
+        instruction = _INSTRUCTION.match(line)
+        if instruction and pending:
+            out[int(instruction.group(1), 16) // 16], pending = pending, []
+    return out
+
+
+@pytest.mark.parametrize("name", list(ALL))
+def test_lines_match_nvdisasm(name):
+    cubin = ALL[name]
+    (locations,) = line_table(cubin).values()
+    flat = _printed(_nvdisasm(cubin, "-g"))
+    assert flat, "nvdisasm printed no line information"
+    current = None
+    for index, location in enumerate(locations):
+        current = flat.get(index, [current])[-1]
+        assert (location.file, location.line) == current, f"instruction {index}"
+    # -gi prints the chain where the innermost line changes (and elides it where only a call site does)
+    for index, chain in _printed(_nvdisasm(cubin, "-gi")).items():
+        assert [(c.file, c.line) for c in locations[index].chain] == chain, f"instruction {index}"
+
+
+def test_triton_39_keeps_the_inlining_chain_and_36_does_not():
+    """tl.max in attention line 49 is standard.py code inlined there; 3.6 names only standard.py."""
+    def reduced(cubin):
+        (locations,) = line_table(cubin).values()
+        return [loc for loc in locations if loc.file.endswith("standard.py")]
+    new, old = reduced(cubins()["attention fwd d64"]), reduced(h200_cubins()["attention fwd d64"])
+    assert new and old
+    assert {(loc.chain[-1].file.rsplit("/", 1)[-1], loc.chain[-1].line) for loc in new} >= {("attention.py", 49)}
+    assert all(len(loc.chain) > 1 for loc in new)
+    assert all(loc.inlined_at is None for loc in old)
+
+
+def test_fast_enough():
+    cubin = cubins()["attention fwd d128 causal"]
+    start = time.perf_counter()
+    line_table(cubin)
+    assert time.perf_counter() - start < 0.05
+
+
+def test_cubin_without_line_info_is_one_line():
+    elf = Elf.parse(cubins()["vector_add_marked"])
+    debug = elf.index(".debug_line")
+    relocations = next(k for k, s in enumerate(elf.sections) if s.type == SHT_RELA and s.info == debug)
+    stripped = elf.without_section(relocations).with_section_data(debug, b"").to_bytes()
+    with pytest.raises(SassRewriteError, match=r"^cubin: no line information [^\n]*$"):
+        line_table(stripped)
+    with pytest.raises(SassRewriteError, match=r"^cubin: "):
+        line_table(b"not a cubin")
