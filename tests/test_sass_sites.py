@@ -55,7 +55,7 @@ def _consistent(instructions, cfg, sites):
         assert site.span == site.own + site.other_scopes + site.unscoped
         assert 0 < site.own <= site.span
         assert cfg.block_of[site.instruction] == site.block
-        assert site.index == site.instruction + (site.kind == "end")
+        assert site.index == site.instruction or (site.kind == "end" and site.index == site.instruction + 1)
     for scope in {s.scope for s in sites}:
         for start, end in _pairs(sites, scope):
             assert start.instruction <= end.instruction and start.loop == end.loop

@@ -148,9 +148,21 @@ def place(instructions, locations: list[Location | None], markers: list[Marker],
                 other = sum(i not in member_set and inner[i] != UNSCOPED for i in span)
                 counts = dict(loop=loop, span=len(span), own=own, other_scopes=other, unscoped=len(span) - own - other)
                 sites.append(Site(scope_id, "start", pair, first, first, cfg.block_of[first], **counts))
-                sites.append(Site(scope_id, "end", pair, last + 1, last, cfg.block_of[last], **counts))
+                sites.append(Site(scope_id, "end", pair, _end_index(cfg, last), last, cfg.block_of[last], **counts))
                 pair += 1
     return sorted(sites, key=lambda s: (s.index, s.kind == "start", s.scope))
+
+
+def _end_index(cfg: ControlFlowGraph, last: int) -> int:
+    """Just after `last`, unless that is no longer its own path: when `last` ends its block by a
+    branch or exit, or falls into a block other paths enter too, the reading goes just before it."""
+    block = cfg.block_at(last)
+    if last + 1 < block.end:
+        return last + 1
+    following = cfg.block_of[last + 1] if last + 1 < len(cfg.block_of) else None
+    if block.successors == (following,) and cfg.blocks[following].predecessors == (block.index,):
+        return last + 1
+    return last
 
 
 def _loops_inside(cfg: ControlFlowGraph, members: set[int], claimed: list[int]) -> set[int]:
