@@ -28,8 +28,9 @@ class Scope:
     start_line: int
     end_line: int
 
-    def holds(self, file: str, line: int) -> bool:
-        return _same_file(file, self.file) and self.start_line < line < self.end_line
+    def holds(self, name: str, line: int) -> bool:
+        """Whether `line` of the file called `name` is the scope's code."""
+        return self.start_line < line < self.end_line and name == os.path.basename(self.file)
 
 
 @dataclass(frozen=True)
@@ -53,12 +54,6 @@ COLUMNS = tuple(f.name for f in fields(Site))
 def columns(sites: list[Site]) -> dict[str, list]:
     """The sites as a column table (pandas.DataFrame(columns(sites)) is `trace.sites`)."""
     return {name: [getattr(site, name) for site in sites] for name in COLUMNS}
-
-
-def _same_file(a: str, b: str) -> bool:
-    """Paths name one file when equal, or (a cache-hit cubin keeps the path it was first built
-    from) when their file names are."""
-    return a == b or os.path.basename(a) == os.path.basename(b)
 
 
 def scopes_of(markers: list[Marker], kernel: str = "?") -> list[Scope]:
@@ -87,21 +82,32 @@ def scopes_of(markers: list[Marker], kernel: str = "?") -> list[Scope]:
 
 def home_chains(locations: list[Location | None], cfg: ControlFlowGraph,
                 files: set[str]) -> tuple[list[tuple[tuple[str, int], ...]], list[bool]]:
-    """Per instruction, the (file, line) levels a scope can claim it by, and whether they were
-    inferred. An instruction whose chain never reaches a marker file (Triton 3.6 gives an
-    inlined library helper's code no call site) takes the chain of the nearest instruction of
-    the same block that does (the earlier one on a tie); none in the block: it stays unclaimed."""
-    def reaches(location):
-        return location is not None and any(any(_same_file(c.file, f) for f in files) for c in location.chain)
-    chains = [tuple((c.file, c.line) for c in loc.chain) if loc else () for loc in locations]
+    """Per instruction, the (file name, line) levels a scope can claim it by, and whether they
+    were inferred. Files are compared by name: a cubin Triton's cache hands back keeps the path
+    the kernel was first compiled from. An instruction whose chain never reaches a marker file
+    (Triton 3.6 gives an inlined library helper's code no call site) takes the chain of the
+    nearest instruction of the same block that does (the earlier one on a tie); none in the
+    block: it stays unclaimed."""
+    names = {os.path.basename(f) for f in files}
+    by_location: dict[Location, tuple[tuple[str, int], ...]] = {}
+    chains = []
+    for location in locations:
+        if location is None:
+            chains.append(())
+            continue
+        chain = by_location.get(location)
+        if chain is None:
+            chain = by_location[location] = tuple((os.path.basename(c.file), c.line) for c in location.chain)
+        chains.append(chain)
+    reaches = [any(name in names for name, _ in chain) for chain in chains]
     inferred = [False] * len(locations)
     for block in cfg.blocks:
-        anchored = [i for i in range(block.start, block.end) if reaches(locations[i])]
+        anchored = [i for i in range(block.start, block.end) if reaches[i]]
         if not anchored:
             continue
         k = 0
         for i in range(block.start, block.end):
-            if reaches(locations[i]):
+            if reaches[i]:
                 continue
             while k + 1 < len(anchored) and abs(anchored[k + 1] - i) < abs(anchored[k] - i):
                 k += 1
@@ -110,14 +116,18 @@ def home_chains(locations: list[Location | None], cfg: ControlFlowGraph,
     return chains, inferred
 
 
-def innermost_scopes(chains, scopes: list[Scope]) -> tuple[list[int], list[set[int]]]:
+def innermost_scopes(chains, scopes: list[Scope]) -> tuple[list[int], list[frozenset[int]]]:
     """Per instruction, the index in `scopes` of its innermost scope (UNSCOPED: none), and every
     scope that holds it."""
-    inner, holding = [], []
+    inner, holding, seen = [], [], {}
     for chain in chains:
-        held = {k for k, s in enumerate(scopes) if any(s.holds(f, line) for f, line in chain)}
+        if chain not in seen:
+            held = frozenset(k for k, s in enumerate(scopes) if any(s.holds(f, line) for f, line in chain))
+            seen[chain] = held, (min(held, key=lambda k: scopes[k].end_line - scopes[k].start_line)
+                                 if held else UNSCOPED)
+        held, innermost = seen[chain]
         holding.append(held)
-        inner.append(min(held, key=lambda k: scopes[k].end_line - scopes[k].start_line) if held else UNSCOPED)
+        inner.append(innermost)
     return inner, holding
 
 
