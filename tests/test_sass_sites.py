@@ -53,7 +53,7 @@ def _pairs(sites, scope):
 def _consistent(instructions, cfg, sites):
     for site in sites:
         assert site.span == site.own + site.other_scopes + site.unscoped
-        assert 0 < site.own <= site.span
+        assert 0 < site.own <= site.span and 0 <= site.inferred <= site.own
         assert cfg.block_of[site.instruction] == site.block
         assert site.index == site.instruction or (site.kind == "end" and site.index == site.instruction + 1)
     for scope in {s.scope for s in sites}:
@@ -128,6 +128,33 @@ def test_ptx_and_source_markers_agree(case):
     def key(ms):
         return sorted((m.file.rsplit("/", 1)[-1], m.line, m.kind, m.scope_id) for m in ms)
     assert key(markers.from_ptx(compiled(case).asm["ptx"])) == key(markers.from_source(case.fn))
+
+
+def test_fallback_without_inlining_chains():
+    """Triton 3.6 gives inlined library code no call site. Dropping the chains from 3.9's cubins
+    and inferring them from block neighbours, as for 3.6, must keep most of that code in the scope
+    the real chain puts it in (measured: 680 of 989 instructions, 69%, over the corpus)."""
+    import dataclasses
+    from gwatch_nb.sass.sites import home_chains, innermost_scopes, scopes_of
+    total = agree = 0
+    for case in CASES:
+        found = markers.from_source(case.fn)
+        if not found:
+            continue
+        cubin = cubins()[case.name]
+        ((kernel, instructions),) = disassemble(cubin).items()
+        (locations,) = line_table(cubin).values()
+        cfg = ControlFlowGraph(instructions, kernel)
+        scopes = scopes_of(found, kernel)
+        files = {s.file for s in scopes}
+        truth, _ = innermost_scopes(home_chains(locations, cfg, files)[0], scopes)
+        flat = [dataclasses.replace(loc, inlined_at=None) if loc else None for loc in locations]
+        chains, inferred = home_chains(flat, cfg, files)
+        guess, _ = innermost_scopes(chains, scopes)
+        picked = [i for i, flag in enumerate(inferred) if flag]
+        total += len(picked)
+        agree += sum(truth[i] == guess[i] for i in picked)
+    assert total > 500 and agree / total >= 0.65, (agree, total)
 
 
 def test_table_and_speed():

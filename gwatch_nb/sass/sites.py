@@ -46,6 +46,7 @@ class Site:
     own: int              # of them, the scope's own (nested scopes' included)
     other_scopes: int     # of them, other scopes' instructions ptxas interleaved
     unscoped: int         # of them, instructions of no scope
+    inferred: int         # of the own ones, those claimed through a neighbour's line (no inlining chain)
 
 
 COLUMNS = tuple(f.name for f in fields(Site))
@@ -138,7 +139,7 @@ def place(instructions, locations: list[Location | None], markers: list[Marker],
     if len(locations) != len(instructions):
         raise SassRewriteError(f"kernel {kernel}: {len(locations)} line entries for {len(instructions)} instructions")
     scopes = scopes_of(markers, kernel)
-    chains, _ = home_chains(locations, cfg, {s.file for s in scopes})
+    chains, inferred = home_chains(locations, cfg, {s.file for s in scopes})
     inner, holding = innermost_scopes(chains, scopes)
     sites: list[Site] = []
     for scope_id in dict.fromkeys(s.scope_id for s in scopes):
@@ -156,7 +157,8 @@ def place(instructions, locations: list[Location | None], markers: list[Marker],
                 span = [i for i in range(first, last + 1) if cfg.block_of[i] in blocks]
                 own = sum(i in member_set for i in span)
                 other = sum(i not in member_set and inner[i] != UNSCOPED for i in span)
-                counts = dict(loop=loop, span=len(span), own=own, other_scopes=other, unscoped=len(span) - own - other)
+                counts = dict(loop=loop, span=len(span), own=own, other_scopes=other, unscoped=len(span) - own - other,
+                              inferred=sum(inferred[i] for i in span if i in member_set))
                 sites.append(Site(scope_id, "start", pair, first, first, cfg.block_of[first], **counts))
                 sites.append(Site(scope_id, "end", pair, _end_index(cfg, last), last, cfg.block_of[last], **counts))
                 pair += 1
