@@ -95,3 +95,55 @@ def test_cubin_without_line_info_is_one_line():
         line_table(stripped)
     with pytest.raises(SassRewriteError, match=r"^cubin: "):
         line_table(b"not a cubin")
+
+
+TWO_KERNELS_PTX = """.version 8.0
+.target sm_90a
+.address_size 64
+.visible .entry first(.param .u64 a, .param .u32 n)
+{
+ .reg .b64 %rd<3>; .reg .b32 %r<3>;
+ .loc 1 3 0
+ ld.param.u64 %rd1, [a];
+ .loc 1 4 0
+ ld.param.u32 %r1, [n];
+ .loc 1 5 0
+ cvta.to.global.u64 %rd2, %rd1;
+ st.global.u32 [%rd2], %r1;
+ .loc 1 6 0
+ ret;
+}
+.visible .entry second(.param .u64 a, .param .u32 n)
+{
+ .reg .b64 %rd<3>; .reg .b32 %r<3>;
+ .loc 1 13 0
+ ld.param.u64 %rd1, [a];
+ .loc 1 14 0
+ ld.param.u32 %r1, [n];
+ .loc 1 15 0
+ add.u32 %r2, %r1, %r1;
+ cvta.to.global.u64 %rd2, %rd1;
+ .loc 1 16 0
+ st.global.u32 [%rd2], %r2;
+ ret;
+}
+.file 1 "/src/two.py"
+"""
+
+
+def test_each_kernel_of_a_module_gets_its_own_sequence():
+    """Two kernels, one line program: each sequence's address is relocated to its own text."""
+    from sass_cubins import assemble, tool
+    cubin, _ = assemble(TWO_KERNELS_PTX, tool("ptxas-blackwell"))
+    table = line_table(cubin)
+    assert set(table) == {"first", "second"}
+    listing = _nvdisasm(cubin, "-g")
+    for kernel, locations in table.items():
+        section = listing.split(f".text.{kernel}:", 1)[1].split(".section", 1)[0]
+        printed, current = _printed(section), None
+        assert printed
+        for index, location in enumerate(locations):
+            current = printed.get(index, [current])[-1]
+            assert (location is None and current is None) or (location.file, location.line) == current, (kernel, index)
+    assert {loc.line for loc in table["first"] if loc} <= {3, 4, 5, 6}
+    assert {loc.line for loc in table["second"] if loc} <= {13, 14, 15, 16}
