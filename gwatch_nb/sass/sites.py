@@ -141,11 +141,11 @@ def place(instructions, locations: list[Location | None], markers: list[Marker],
     scopes = scopes_of(markers, kernel)
     chains, inferred = home_chains(locations, cfg, {s.file for s in scopes})
     inner, holding = innermost_scopes(chains, scopes)
+    claimed = [i for i, chain in enumerate(chains) if chain]
     sites: list[Site] = []
     for scope_id in dict.fromkeys(s.scope_id for s in scopes):
         ks = {k for k, s in enumerate(scopes) if s.scope_id == scope_id}
         members = [i for i, held in enumerate(holding) if held & ks and cfg.reachable[cfg.block_of[i]]]
-        claimed = [i for i, chain in enumerate(chains) if chain]
         member_set = set(members)
         inside = _loops_inside(cfg, member_set, claimed)
         groups: dict[int | None, list[int]] = defaultdict(list)
@@ -153,7 +153,7 @@ def place(instructions, locations: list[Location | None], markers: list[Marker],
             groups[_key(cfg, cfg.loop_of[cfg.block_of[i]], inside)].append(i)
         pair = 0
         for loop, group in groups.items():
-            for first, last, blocks in _pairs(cfg, loop, group, inside):
+            for first, last, blocks in _pairs(cfg, loop, group):
                 span = [i for i in range(first, last + 1) if cfg.block_of[i] in blocks]
                 own = sum(i in member_set for i in span)
                 other = sum(i not in member_set and inner[i] != UNSCOPED for i in span)
@@ -194,7 +194,7 @@ def _key(cfg: ControlFlowGraph, loop: int | None, inside: set[int]) -> int | Non
     return loop
 
 
-def _pairs(cfg: ControlFlowGraph, loop: int | None, group: list[int], inside: set[int]):
+def _pairs(cfg: ControlFlowGraph, loop: int | None, group: list[int]):
     """(first, last, blocks) of each start/end pair of one group. First and last are taken among
     the instructions at the group's own loop level: the code of loops inside the scope runs
     between them, wherever ptxas laid its blocks out."""
