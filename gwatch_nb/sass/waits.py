@@ -11,6 +11,8 @@ Waits:
 - ``barrier``: ``BAR.SYNC`` (and ``BAR.RED``), a CTA or named barrier.
 - ``async copy``: ``DEPBAR.LE SBn, N`` (cp.async / bulk-copy groups in flight ≤ N; ``LDGDEPBAR``
   only commits a group and waits for nothing).
+The kernel: ``kernel``, a reading before its first instruction and one before every ``EXIT``
+(a guarded ``EXIT``'s reading runs on the warps that go on as well: a warp's last one is its exit).
 Loops: one per natural loop of cfg.py, a reading at the start of the header block (every
 entry, first and again) and one before the back-edge branch of each latch. Single-block loops
 that only retry an mbarrier wait are that wait's, not loops of their own."""
@@ -26,7 +28,7 @@ _TRYWAIT = "SYNCS.PHASECHK.TRANS64.TRYWAIT"
 
 @dataclass(frozen=True)
 class AutoSite:
-    kind: str             # "mbarrier", "wgmma", "barrier", "async copy", "loop"
+    kind: str             # "kernel", "mbarrier", "wgmma", "barrier", "async copy", "loop"
     file: str | None      # source of `instruction` (outermost call site), None without line info
     line: int | None
     instruction: int      # the wait instruction, or the loop header's first instruction
@@ -83,7 +85,9 @@ def find(instructions, locations: list[Location | None], kernel: str = "?",
     """Every wait and loop of one kernel, in instruction order."""
     cfg = cfg or ControlFlowGraph(instructions, kernel)
     retries: set[int] = set()  # blocks that are a wait's retry loop
-    sites = []
+    exits = tuple(i.index for i in instructions if i.base == "EXIT" and i.predicate not in ("@!PT", "@!UPT")
+                  and cfg.reachable[cfg.block_of[i.index]])
+    sites = [AutoSite("kernel", *_source(locations[0] if locations else None), 0, 0, exits, 0, None)]
     for instruction in instructions:
         i = instruction.index
         kind = _kind(instruction)
