@@ -188,3 +188,17 @@ def test_source_marker_id_must_be_an_integer():
         scope_start(n)
     with pytest.raises(SassRewriteError, match=r"^kernel kernel: the marker on line \d+ needs one integer scope id"):
         markers.from_source(kernel)
+
+
+def test_documented_columns_are_the_tables():
+    import os
+    import re
+    from gwatch_nb.sass import waits
+    doc = open(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs",
+                            "SASS_SITES.md")).read()
+    table = doc[doc.index("| column | meaning |"):doc.index("## Automatic sites")]
+    documented = [name for row in table.splitlines()[2:] if row.startswith("|")
+                  for name in re.findall(r"`(\w+)`", row.split("|")[1])]
+    assert documented == list(COLUMNS)
+    for name in waits.COLUMNS:
+        assert f"`{name}`" in doc[doc.index("## Automatic sites"):]
