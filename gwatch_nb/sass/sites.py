@@ -14,6 +14,7 @@ from collections import defaultdict
 from dataclasses import dataclass, fields
 
 from gwatch_nb.errors import SassRewriteError
+from gwatch_nb.sass.callsites import CallSites
 from gwatch_nb.sass.cfg import ControlFlowGraph
 from gwatch_nb.sass.lines import Location
 from gwatch_nb.sass.markers import Marker
@@ -81,14 +82,15 @@ def scopes_of(markers: list[Marker], kernel: str = "?") -> list[Scope]:
     return sorted(scopes, key=lambda s: (s.start_line, -s.end_line))
 
 
-def home_chains(locations: list[Location | None], cfg: ControlFlowGraph,
-                files: set[str]) -> tuple[list[tuple[tuple[str, int], ...]], list[bool]]:
+def home_chains(locations: list[Location | None], cfg: ControlFlowGraph, files: set[str],
+                callsites: CallSites | None = None) -> tuple[list[tuple[tuple[str, int], ...]], list[bool]]:
     """Per instruction, the (file name, line) levels a scope can claim it by, and whether they
     were inferred. Files are compared by name: a cubin Triton's cache hands back keeps the path
     the kernel was first compiled from. An instruction whose chain never reaches a marker file
-    (Triton 3.6 gives an inlined library helper's code no call site) takes the chain of the
-    nearest instruction of the same block that does (the earlier one on a tie); none in the
-    block: it stays unclaimed."""
+    (Triton 3.6 gives inlined library code no call site) is inferred from the nearest
+    instruction of the same block that does (the earlier one on a tie): with `callsites`, it
+    takes the kernel line calling its library function that is nearest that neighbour's line;
+    without, or with no such call, the neighbour's chain. None in the block: unclaimed."""
     names = {os.path.basename(f) for f in files}
     by_location: dict[Location, tuple[tuple[str, int], ...]] = {}
     chains = []
@@ -112,7 +114,14 @@ def home_chains(locations: list[Location | None], cfg: ControlFlowGraph,
                 continue
             while k + 1 < len(anchored) and abs(anchored[k + 1] - i) < abs(anchored[k] - i):
                 k += 1
-            chains[i] = chains[anchored[k]]
+            neighbour = chains[anchored[k]]
+            calls = callsites.lines_calling(locations[i].file, locations[i].line) \
+                if callsites is not None and locations[i] is not None else ()
+            if calls:
+                kernel_file, near = next(level for level in reversed(neighbour) if level[0] in names)
+                chains[i] = chains[i] + ((kernel_file, min(calls, key=lambda at: (abs(at - near), at))),)
+            else:
+                chains[i] = neighbour
             inferred[i] = True
     return chains, inferred
 
@@ -133,13 +142,14 @@ def innermost_scopes(chains, scopes: list[Scope]) -> tuple[list[int], list[froze
 
 
 def place(instructions, locations: list[Location | None], markers: list[Marker], kernel: str = "?",
-          cfg: ControlFlowGraph | None = None) -> list[Site]:
-    """The start and end sites of every scope the markers define, on the final schedule."""
+          cfg: ControlFlowGraph | None = None, callsites: CallSites | None = None) -> list[Site]:
+    """The start and end sites of every scope the markers define, on the final schedule
+    (`callsites`: the kernel's own calls, to place library code the line table gives no call site)."""
     cfg = cfg or ControlFlowGraph(instructions, kernel)
     if len(locations) != len(instructions):
         raise SassRewriteError(f"kernel {kernel}: {len(locations)} line entries for {len(instructions)} instructions")
     scopes = scopes_of(markers, kernel)
-    chains, inferred = home_chains(locations, cfg, {s.file for s in scopes})
+    chains, inferred = home_chains(locations, cfg, {s.file for s in scopes}, callsites)
     inner, holding = innermost_scopes(chains, scopes)
     claimed = [i for i, chain in enumerate(chains) if chain]
     sites: list[Site] = []
