@@ -170,6 +170,8 @@ def test_call_sites_of_unreadable_library_code_are_unknown():
     import inspect
     lines, first = inspect.getsourcelines(getattr(standard.max, "fn", standard.max))
     assert 49 in sites_of.lines_calling(standard.__file__, first + len(lines) - 1)  # tl.max on line 49
+    with pytest.raises(SassRewriteError, match=r"^kernel len: no Python source to read its calls from [^\n]*$"):
+        CallSites(len)
 
 
 def test_table_and_speed():

@@ -10,6 +10,8 @@ import inspect
 import os
 import textwrap
 
+from gwatch_nb.errors import SassRewriteError
+
 
 def _callee(node: ast.Call) -> str | None:
     return node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
@@ -37,8 +39,12 @@ class CallSites:
 
     def __init__(self, kernel):
         fn = getattr(kernel, "fn", kernel)
-        lines, first = inspect.getsourcelines(fn)
-        self.file = inspect.getsourcefile(fn)
+        try:
+            lines, first = inspect.getsourcelines(fn)
+            self.file = inspect.getsourcefile(fn)
+        except (OSError, TypeError) as error:
+            raise SassRewriteError(f"kernel {getattr(fn, '__name__', fn)}: no Python source to read its calls from "
+                                   f"({error})") from None
         self.calls: dict[str, list[int]] = {}
         for node in ast.walk(ast.parse(textwrap.dedent("".join(lines)))):
             if isinstance(node, ast.Call) and _callee(node):
