@@ -14,7 +14,7 @@ from gwatch_nb.errors import SassRewriteError
 from gwatch_nb.sass.disasm import nvdisasm_path
 from gwatch_nb.sass.elf import SHT_RELA, Elf
 from gwatch_nb.sass.lines import line_table
-from sass_cubins import cubins
+from sass_cubins import CASES, compiled, cubins
 
 H200_CUBINS = os.path.join(os.path.dirname(__file__), "fixtures", "cubins_h200.npz")
 _ANNOTATION = re.compile(r'\s*//## File "([^"]+)", line (\d+)(?: inlined at "([^"]+)", line (\d+))?')
@@ -26,8 +26,9 @@ def h200_cubins() -> dict[str, bytes]:
         return {name: archive[name].tobytes() for name in archive.files if name != "triton_version"}
 
 
-ALL = {**{f"3.9 {name}": cubin for name, cubin in cubins().items()},
-       **{f"3.6 {name}": cubin for name, cubin in h200_cubins().items()}}
+# cubins of the Triton installed here (3.9 on the CPU machines) and of the H200's Triton 3.6
+ALL = {**{f"here {name}": cubin for name, cubin in cubins().items()},
+       **{f"h200 {name}": cubin for name, cubin in h200_cubins().items()}}
 
 
 def _nvdisasm(cubin: bytes, option: str) -> str:
@@ -67,16 +68,23 @@ def test_lines_match_nvdisasm(name):
         assert [(c.file, c.line) for c in locations[index].chain] == chain, f"instruction {index}"
 
 
-def test_triton_39_keeps_the_inlining_chain_and_36_does_not():
-    """tl.max in attention line 49 is standard.py code inlined there; 3.6 names only standard.py."""
-    def reduced(cubin):
-        (locations,) = line_table(cubin).values()
-        return [loc for loc in locations if loc.file.endswith("standard.py")]
-    new, old = reduced(cubins()["attention fwd d64"]), reduced(h200_cubins()["attention fwd d64"])
-    assert new and old
-    assert {(loc.chain[-1].file.rsplit("/", 1)[-1], loc.chain[-1].line) for loc in new} >= {("attention.py", 49)}
-    assert all(len(loc.chain) > 1 for loc in new)
-    assert all(loc.inlined_at is None for loc in old)
+def test_the_h200s_triton_36_cubins_carry_no_inlining_chain():
+    """tl.max in attention line 49 is standard.py code; 3.6's cubin names only standard.py."""
+    (locations,) = line_table(h200_cubins()["attention fwd d64"]).values()
+    library = [loc for loc in locations if loc.file.endswith("standard.py")]
+    assert library and all(loc.inlined_at is None for loc in locations)
+
+
+def test_the_chain_in_the_ptx_reaches_the_cubin():
+    """Where Triton's PTX has `.loc ... inlined_at` (3.9 here), the cubin's line table keeps the
+    chain: tl.max's standard.py code is inlined at attention line 49."""
+    ptx = compiled(next(c for c in CASES if c.name == "attention fwd d64")).asm["ptx"]
+    (locations,) = line_table(cubins()["attention fwd d64"]).values()
+    library = [loc for loc in locations if loc.file.endswith("standard.py")]
+    assert library
+    assert all(len(loc.chain) > 1 for loc in library) == ("inlined_at" in ptx)
+    if "inlined_at" in ptx:
+        assert ("attention.py", 49) in {(loc.chain[-1].file.rsplit("/", 1)[-1], loc.chain[-1].line) for loc in library}
 
 
 def test_fast_enough():

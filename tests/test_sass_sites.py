@@ -1,5 +1,5 @@
-"""Scope sites on the final schedule of real corpus kernels (cubins from Triton 3.9 here and the
-H200's 3.6): the attention kernel's four scopes, the matmul's loop scopes, the persistent
+"""Scope sites on the final schedule of real corpus kernels (cubins from the Triton installed
+here and the H200's 3.6): the attention kernel's four scopes, the matmul's loop scopes, the persistent
 matmuls' tile scope (one pair per tile iteration, though the pipeliner copies the load scope's
 code into the loop's prologue), and the warp-specialized loop whose markers Triton drops from
 the PTX (the Python source still names them)."""
@@ -21,11 +21,11 @@ from sass_cubins import CASES, compiled, cubins
 from test_sass_lines import h200_cubins
 
 CASE = {case.name: case for case in CASES}
-VERSIONS = ["3.9", "3.6"]
+VERSIONS = ["here", "h200"]  # the Triton installed here (3.9 on the CPU machines), the H200's 3.6
 
 
 def _cubin(name: str, version: str) -> bytes:
-    return cubins()[name] if version == "3.9" else h200_cubins()[name]
+    return cubins()[name] if version == "here" else h200_cubins()[name]
 
 
 _PLACED = {}
@@ -150,6 +150,8 @@ def test_fallback_without_inlining_chains():
         cfg = ControlFlowGraph(instructions, kernel)
         scopes = scopes_of(found, kernel)
         files = {s.file for s in scopes}
+        if not any(loc and loc.inlined_at for loc in locations):
+            continue
         truth, _ = innermost_scopes(home_chains(locations, cfg, files)[0], scopes)
         flat = [dataclasses.replace(loc, inlined_at=None) if loc else None for loc in locations]
         for how, callsites in (("neighbours", None), ("call sites", CallSites(case.fn))):
@@ -158,6 +160,8 @@ def test_fallback_without_inlining_chains():
             picked = [i for i, flag in enumerate(inferred) if flag]
             agree[how] += sum(truth[i] == guess[i] for i in picked)
         total += len(picked)
+    if not total:
+        pytest.skip("this Triton's cubins carry no inlining chain to measure the fallback against")
     assert total > 500
     assert agree["call sites"] / total >= 0.99 and agree["neighbours"] / total >= 0.65, (agree, total)
 
