@@ -1,0 +1,79 @@
+"""A kernel's scope markers as source positions, `(kind, scope_id, file, line)`, from either of
+two places: the PTX Triton made (each `// gwatch.scope_start N` sentinel takes the `.loc` before
+it), or the kernel's Python source (calls to `scope_start` / `scope_end` found with `ast`),
+which still knows the markers Triton drops from warp-specialized loops."""
+from __future__ import annotations
+
+import ast
+import inspect
+import re
+import textwrap
+from dataclasses import dataclass
+
+from gwatch_nb.errors import SassRewriteError
+from gwatch_nb.ptx import SENTINEL
+
+_FILE = re.compile(r'^\s*\.file\s+(\d+)\s+"([^"]*)"(?:\s*,.*)?$', re.M)
+_LOC = re.compile(r"^\s*\.loc\s+(\d+)\s+(\d+)\b")
+_MARKERS = {"scope_start": "start", "scope_end": "end"}
+
+
+@dataclass(frozen=True, order=True)
+class Marker:
+    file: str
+    line: int
+    kind: str      # "start" or "end"
+    scope_id: int
+
+
+def from_ptx(ptx: str) -> list[Marker]:
+    """The distinct markers of the PTX in source order (a sentinel the pipeliner copied is one marker)."""
+    files = {int(number): path for number, path in _FILE.findall(ptx)}
+    found, loc = set(), None
+    for number, text in enumerate(ptx.splitlines(), 1):
+        at = _LOC.match(text)
+        if at:
+            loc = (int(at.group(1)), int(at.group(2)))
+            continue
+        sentinel = SENTINEL.search(text)
+        if sentinel is None:
+            continue
+        if loc is None or loc[0] not in files:
+            raise SassRewriteError(f"PTX line {number}: gwatch.scope_{sentinel.group(1)} {sentinel.group(2)} "
+                                   f"has no .loc of a known file before it")
+        found.add(Marker(files[loc[0]], loc[1], sentinel.group(1), int(sentinel.group(2))))
+    return sorted(found)
+
+
+def from_source(kernel) -> list[Marker]:
+    """The markers written in a @triton.jit kernel (or a plain function) body, in source order.
+    Their ids must be integer literals (or names of integer constants of the kernel's module)."""
+    fn = getattr(kernel, "fn", kernel)
+    try:
+        lines, first = inspect.getsourcelines(fn)
+        path = inspect.getsourcefile(fn)
+    except (OSError, TypeError) as error:
+        raise SassRewriteError(f"kernel {getattr(fn, '__name__', fn)}: no Python source to read markers from "
+                               f"({error})") from None
+    tree = ast.parse(textwrap.dedent("".join(lines)))
+    constants = getattr(fn, "__globals__", {})
+    found = set()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        callee = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
+        if callee not in _MARKERS:
+            continue
+        line = first + node.lineno - 1
+        found.add(Marker(path, line, _MARKERS[callee], _literal_id(node, constants, fn.__name__, line)))
+    return sorted(found)
+
+
+def _literal_id(call: ast.Call, constants: dict, kernel: str, line: int) -> int:
+    argument = call.args[0] if len(call.args) == 1 and not call.keywords else None
+    if isinstance(argument, ast.Constant) and type(argument.value) is int:
+        return argument.value
+    if isinstance(argument, ast.Name) and type(constants.get(argument.id)) is int:
+        return constants[argument.id]
+    raise SassRewriteError(f"kernel {kernel}: the marker on line {line} needs one integer scope id, "
+                           f"written as a literal or a module constant")

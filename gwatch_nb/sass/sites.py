@@ -1,0 +1,246 @@
+"""Where each scope's readings go in the final schedule, from where ptxas put the scope's own
+instructions (docs/SASS_SITES.md defines every term and column).
+
+A scope's instructions are those whose source line, at some level of their inlining chain,
+lies strictly between the scope's start and end marker lines in the markers' file. They are
+grouped by the innermost loop around them that is not itself wholly the scope's code (so a
+scope around a whole inner loop gets one pair per iteration of the loop outside it); a group
+whose first instruction's block dominates the group and whose last instruction's block every
+path from there reaches gets one start/end pair, any other group one pair per block."""
+from __future__ import annotations
+
+import os
+from collections import defaultdict
+from dataclasses import dataclass, fields
+
+from gwatch_nb.errors import SassRewriteError
+from gwatch_nb.sass.callsites import CallSites
+from gwatch_nb.sass.cfg import ControlFlowGraph
+from gwatch_nb.sass.lines import Location
+from gwatch_nb.sass.markers import Marker
+
+UNSCOPED = -1  # innermost scope of an instruction outside every scope
+
+
+@dataclass(frozen=True)
+class Scope:
+    scope_id: int
+    file: str
+    start_line: int
+    end_line: int
+
+    def holds(self, name: str, line: int) -> bool:
+        """Whether `line` of the file called `name` is the scope's code."""
+        return self.start_line < line < self.end_line and name == os.path.basename(self.file)
+
+
+@dataclass(frozen=True)
+class Site:
+    scope: int            # scope id
+    kind: str             # "start" or "end"
+    pair: int             # number of the start/end pair within the scope (0, 1, ...)
+    index: int            # the reading is inserted just before this instruction index
+    instruction: int      # the scope's first (start) or last (end) instruction of the pair
+    block: int            # basic block of `instruction`
+    loop: int | None      # ControlFlowGraph.loops index the pair repeats with (None: once per run)
+    span: int             # instructions from the pair's first to its last, inclusive, in its blocks
+    own: int              # of them, the scope's own (nested scopes' included)
+    other_scopes: int     # of them, other scopes' instructions ptxas interleaved
+    unscoped: int         # of them, instructions of no scope
+    inferred: int         # of the own ones, those claimed through a neighbour's line (no inlining chain)
+
+
+COLUMNS = tuple(f.name for f in fields(Site))
+
+
+def columns(sites: list[Site]) -> dict[str, list]:
+    """The sites as a column table (pandas.DataFrame(columns(sites)) is `trace.sites`)."""
+    return {name: [getattr(site, name) for site in sites] for name in COLUMNS}
+
+
+def scopes_of(markers: list[Marker], kernel: str = "?") -> list[Scope]:
+    """Pair each start marker with the next end marker of its id in the same file."""
+    by_id: dict[tuple[int, str], list[Marker]] = defaultdict(list)
+    for marker in sorted(markers, key=lambda m: (m.line, m.kind != "end")):
+        by_id[(marker.scope_id, os.path.basename(marker.file))].append(marker)
+    scopes = []
+    for (scope_id, _), ms in by_id.items():
+        open_at = None
+        for marker in ms:
+            if marker.kind == "start":
+                if open_at is not None:
+                    raise SassRewriteError(f"kernel {kernel}: scope {scope_id} starts again on line {marker.line} "
+                                           f"while open since line {open_at.line}")
+                open_at = marker
+            elif open_at is None:
+                raise SassRewriteError(f"kernel {kernel}: scope {scope_id} ends on line {marker.line} without a start")
+            else:
+                scopes.append(Scope(scope_id, open_at.file, open_at.line, marker.line))
+                open_at = None
+        if open_at is not None:
+            raise SassRewriteError(f"kernel {kernel}: scope {scope_id} starts on line {open_at.line} and never ends")
+    return sorted(scopes, key=lambda s: (s.start_line, -s.end_line))
+
+
+def home_chains(locations: list[Location | None], cfg: ControlFlowGraph, files: set[str],
+                callsites: CallSites | None = None) -> tuple[list[tuple[tuple[str, int], ...]], list[bool]]:
+    """Per instruction, the (file name, line) levels a scope can claim it by, and whether they
+    were inferred. Files are compared by name: a cubin Triton's cache hands back keeps the path
+    the kernel was first compiled from. An instruction whose chain never reaches a marker file
+    (Triton 3.6 gives inlined library code no call site) is inferred from the nearest
+    instruction of the same block that does (the earlier one on a tie): with `callsites`, it
+    takes the kernel line calling its library function that is nearest that neighbour's line;
+    without, or with no such call, the neighbour's chain. None in the block: unclaimed."""
+    names = {os.path.basename(f) for f in files}
+    by_location: dict[Location, tuple[tuple[str, int], ...]] = {}
+    chains = []
+    for location in locations:
+        if location is None:
+            chains.append(())
+            continue
+        chain = by_location.get(location)
+        if chain is None:
+            chain = by_location[location] = tuple((os.path.basename(c.file), c.line) for c in location.chain)
+        chains.append(chain)
+    reaches = [any(name in names for name, _ in chain) for chain in chains]
+    inferred = [False] * len(locations)
+    for block in cfg.blocks:
+        anchored = [i for i in range(block.start, block.end) if reaches[i]]
+        if not anchored:
+            continue
+        k = 0
+        for i in range(block.start, block.end):
+            if reaches[i]:
+                continue
+            while k + 1 < len(anchored) and abs(anchored[k + 1] - i) < abs(anchored[k] - i):
+                k += 1
+            neighbour = chains[anchored[k]]
+            calls = callsites.lines_calling(locations[i].file, locations[i].line) \
+                if callsites is not None and locations[i] is not None else ()
+            if calls:
+                kernel_file, near = next(level for level in reversed(neighbour) if level[0] in names)
+                chains[i] = chains[i] + ((kernel_file, min(calls, key=lambda at: (abs(at - near), at))),)
+            else:
+                chains[i] = neighbour
+            inferred[i] = True
+    return chains, inferred
+
+
+def innermost_scopes(chains, scopes: list[Scope]) -> tuple[list[int], list[frozenset[int]]]:
+    """Per instruction, the index in `scopes` of its innermost scope (UNSCOPED: none), and every
+    scope that holds it."""
+    inner, holding, seen = [], [], {}
+    for chain in chains:
+        if chain not in seen:
+            held = frozenset(k for k, s in enumerate(scopes) if any(s.holds(f, line) for f, line in chain))
+            seen[chain] = held, (min(held, key=lambda k: scopes[k].end_line - scopes[k].start_line)
+                                 if held else UNSCOPED)
+        held, innermost = seen[chain]
+        holding.append(held)
+        inner.append(innermost)
+    return inner, holding
+
+
+def place(instructions, locations: list[Location | None], markers: list[Marker], kernel: str = "?",
+          cfg: ControlFlowGraph | None = None, callsites: CallSites | None = None) -> list[Site]:
+    """The start and end sites of every scope the markers define, on the final schedule
+    (`callsites`: the kernel's own calls, to place library code the line table gives no call site)."""
+    cfg = cfg or ControlFlowGraph(instructions, kernel)
+    if len(locations) != len(instructions):
+        raise SassRewriteError(f"kernel {kernel}: {len(locations)} line entries for {len(instructions)} instructions")
+    scopes = scopes_of(markers, kernel)
+    chains, inferred = home_chains(locations, cfg, {s.file for s in scopes}, callsites)
+    inner, holding = innermost_scopes(chains, scopes)
+    claimed = [i for i, chain in enumerate(chains) if chain]
+    sites: list[Site] = []
+    for scope_id in dict.fromkeys(s.scope_id for s in scopes):
+        ks = {k for k, s in enumerate(scopes) if s.scope_id == scope_id}
+        members = [i for i, held in enumerate(holding) if held & ks and cfg.reachable[cfg.block_of[i]]]
+        member_set = set(members)
+        inside = _loops_inside(cfg, member_set, claimed)
+        groups: dict[int | None, list[int]] = defaultdict(list)
+        for i in members:
+            groups[_key(cfg, cfg.loop_of[cfg.block_of[i]], inside)].append(i)
+        pair = 0
+        for loop, group in groups.items():
+            for first, last, blocks in _pairs(cfg, loop, group):
+                span = [i for i in range(first, last + 1) if cfg.block_of[i] in blocks]
+                own = sum(i in member_set for i in span)
+                other = sum(i not in member_set and inner[i] != UNSCOPED for i in span)
+                counts = dict(loop=loop, span=len(span), own=own, other_scopes=other, unscoped=len(span) - own - other,
+                              inferred=sum(inferred[i] for i in span if i in member_set))
+                sites.append(Site(scope_id, "start", pair, first, first, cfg.block_of[first], **counts))
+                sites.append(Site(scope_id, "end", pair, _end_index(cfg, last), last, cfg.block_of[last], **counts))
+                pair += 1
+    return sorted(sites, key=lambda s: (s.index, s.kind == "start", s.scope))
+
+
+def _end_index(cfg: ControlFlowGraph, last: int) -> int:
+    """Just after `last`, unless that is no longer its own path: when `last` ends its block by a
+    branch or exit, or falls into a block other paths enter too, the reading goes just before it."""
+    block = cfg.block_at(last)
+    if last + 1 < block.end:
+        return last + 1
+    following = cfg.block_of[last + 1] if last + 1 < len(cfg.block_of) else None
+    if block.successors == (following,) and cfg.blocks[following].predecessors == (block.index,):
+        return last + 1
+    return last
+
+
+def _loops_inside(cfg: ControlFlowGraph, members: set[int], claimed: list[int]) -> set[int]:
+    """Loops every claimed instruction of which is the scope's: they run within one scope instance."""
+    claimed_in: dict[int, list[int]] = defaultdict(list)
+    for i in claimed:
+        b = cfg.block_of[i]
+        for k, loop in enumerate(cfg.loops):
+            if b in loop.blocks:
+                claimed_in[k].append(i)
+    return {k for k, ins in claimed_in.items() if all(i in members for i in ins)}
+
+
+def _key(cfg: ControlFlowGraph, loop: int | None, inside: set[int]) -> int | None:
+    while loop is not None and loop in inside:
+        loop = cfg.loops[loop].parent
+    return loop
+
+
+def _pairs(cfg: ControlFlowGraph, loop: int | None, group: list[int]):
+    """(first, last, blocks) of each start/end pair of one group. First and last are taken among
+    the instructions at the group's own loop level: the code of loops inside the scope runs
+    between them, wherever ptxas laid its blocks out."""
+    level = [i for i in group if cfg.loop_of[cfg.block_of[i]] == loop] or group
+    first, last = min(level), max(level)
+    region = cfg.loops[loop].blocks if loop is not None else set(range(len(cfg.blocks)))
+    head, tail = cfg.block_of[first], cfg.block_of[last]
+    blocks = {cfg.block_of[i] for i in group}
+    header = cfg.loops[loop].header if loop is not None else None
+    if all(cfg.dominates(head, b) for b in blocks) and _always_reaches(cfg, head, tail, region, header):
+        between = {b for b in region if cfg.dominates(head, b)}
+        return [(first, last, between)]
+    out = []
+    for b in sorted(blocks):
+        inb = [i for i in group if cfg.block_of[i] == b]
+        out.append((min(inb), max(inb), {b}))
+    return out
+
+
+def _always_reaches(cfg: ControlFlowGraph, head: int, tail: int, region, header) -> bool:
+    """Whether every path from block `head` meets block `tail` before it leaves `region` or goes
+    round the region's loop again (a path ending in the kernel's exit counts as leaving)."""
+    if head == tail:
+        return True
+    seen, stack = {head}, [head]
+    while stack:
+        b = stack.pop()
+        successors = cfg.blocks[b].successors
+        if not successors:
+            return False
+        for s in successors:
+            if s == tail:
+                continue
+            if s not in region or s == header:
+                return False
+            if s not in seen:
+                seen.add(s)
+                stack.append(s)
+    return True
