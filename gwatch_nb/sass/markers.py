@@ -10,12 +10,14 @@ import re
 import textwrap
 from dataclasses import dataclass
 
+from gwatch_nb._native import FORMAT
 from gwatch_nb.errors import SassRewriteError
-from gwatch_nb.ptx import SENTINEL
 
 _FILE = re.compile(r'^\s*\.file\s+(\d+)\s+"([^"]*)"(?:\s*,.*)?$', re.M)
 _LOC = re.compile(r"^\s*\.loc\s+(\d+)\s+(\d+)\b")
 _MARKERS = {"scope_start": "start", "scope_end": "end"}
+# The sentinel a marker leaves in the PTX (its text is the format header's): "start"/"end", then the id.
+_SENTINEL = re.compile("(?:%s|%s) (\\d+)" % (re.escape(FORMAT["MARKER_START"]), re.escape(FORMAT["MARKER_END"])))
 
 
 @dataclass(frozen=True, order=True)
@@ -35,13 +37,13 @@ def from_ptx(ptx: str) -> list[Marker]:
         if at:
             loc = (int(at.group(1)), int(at.group(2)))
             continue
-        sentinel = SENTINEL.search(text)
+        sentinel = _SENTINEL.search(text)
         if sentinel is None:
             continue
+        kind = "start" if sentinel.group(0).startswith(FORMAT["MARKER_START"]) else "end"
         if loc is None or loc[0] not in files:
-            raise SassRewriteError(f"PTX line {number}: gwatch.scope_{sentinel.group(1)} {sentinel.group(2)} "
-                                   f"has no .loc of a known file before it")
-        found.add(Marker(files[loc[0]], loc[1], sentinel.group(1), int(sentinel.group(2))))
+            raise SassRewriteError(f"PTX line {number}: {sentinel.group(0)} has no .loc of a known file before it")
+        found.add(Marker(files[loc[0]], loc[1], kind, int(sentinel.group(1))))
     return sorted(found)
 
 
