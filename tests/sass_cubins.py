@@ -8,6 +8,7 @@ import subprocess
 import tempfile
 from dataclasses import dataclass, field
 
+import numpy as np
 import triton
 
 from examples import attention
@@ -55,6 +56,15 @@ def compiled(case: CubinCase):
 def cubins() -> dict[str, bytes]:
     """Case name -> sm_90a cubin, for every corpus case and example."""
     return {case.name: compiled(case).asm["cubin"] for case in CASES}
+
+
+H200_CUBINS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "cubins_h200.npz")
+
+
+def h200_cubins() -> dict[str, bytes]:
+    """The same cases as the H200's Triton 3.6 (ptxas 12.8) compiled them (tests/capture_cubins.py)."""
+    with np.load(H200_CUBINS) as archive:
+        return {name: archive[name].tobytes() for name in archive.files if name != "triton_version"}
 
 
 BIN = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin")

@@ -85,7 +85,14 @@ def life_ranges(cubin: bytes) -> dict[str, dict[int, dict[str, str]]]:
     """kernel name -> instruction index -> {register name: mark} for every register nvdisasm
     marks: '^' written, 'v' read, 'x' read and written, ':' live across. The padding `NOP`s
     after a kernel's last branch have no row."""
-    text = _run(cubin, "-lrm", "narrow", "-c")
+    try:
+        text = _run(cubin, "-lrm", "narrow", "-c")
+    except subprocess.CalledProcessError as error:
+        if "flow analysis is disabled" in error.stderr:  # CUDA 13's nvdisasm on a CUDA 12 ELF layout
+            import pytest
+            pytest.skip("this nvdisasm prints no life ranges for a cubin of the other ELF layout "
+                        "(the H200's own nvdisasm does: run there)")
+        raise
     kernels: dict[str, dict[int, dict[str, str]]] = {}
     header: list[str] = []
     layout: list[tuple[str, list[int | None]]] = []

@@ -36,20 +36,20 @@ def _check(cost: dict, method: str, traced: int, untraced: int) -> None:
 
 
 def test_untraced_launches_beside_the_traced_ones_measure_the_cost(ab):
-    trace = do_trace(lambda: [matmul.matmul(*ab) for _ in range(40)], r"matmul_kernel", matmul.SCOPES,
+    trace = do_trace(lambda: [matmul.matmul(*ab) for _ in range(40)], r"matmul_kernel", scope_name_map=matmul.SCOPES,
                      launches=8)
     _check(trace.overhead, "untraced launches", 8, 32)
 
 
 def test_baseline_replays_measure_the_cost(ab):
     out = {}
-    trace = do_trace(lambda: out.setdefault("c", matmul.matmul(*ab)), r"matmul_kernel", matmul.SCOPES,
+    trace = do_trace(lambda: out.setdefault("c", matmul.matmul(*ab)), r"matmul_kernel", scope_name_map=matmul.SCOPES,
                      baseline=30)
     _check(trace.overhead, "the traced launch replayed", 1, 30)
     torch.testing.assert_close(out["c"], ab[0] @ ab[1], atol=0.5, rtol=0.02)
 
 
 def test_a_trace_of_every_launch_says_the_cost_was_not_measured(ab):
-    trace = do_trace(lambda: matmul.matmul(*ab), r"matmul_kernel", matmul.SCOPES)
+    trace = do_trace(lambda: matmul.matmul(*ab), r"matmul_kernel", scope_name_map=matmul.SCOPES)
     assert trace.overhead == {"measured": False, "reason": trace.overhead["reason"]}
     assert "baseline=N" in trace.overhead["reason"]

@@ -7,23 +7,16 @@ import subprocess
 import tempfile
 import time
 
-import numpy as np
 import pytest
 
 from gwatch_nb.errors import SassRewriteError
 from gwatch_nb.sass.disasm import nvdisasm_path
 from gwatch_nb.sass.elf import SHT_RELA, Elf
 from gwatch_nb.sass.lines import line_table
-from sass_cubins import CASES, compiled, cubins
+from sass_cubins import CASES, compiled, cubins, h200_cubins
 
-H200_CUBINS = os.path.join(os.path.dirname(__file__), "fixtures", "cubins_h200.npz")
 _ANNOTATION = re.compile(r'\s*//## File "([^"]+)", line (\d+)(?: inlined at "([^"]+)", line (\d+))?')
 _INSTRUCTION = re.compile(r"\s*/\*([0-9a-f]{4,})\*/")
-
-
-def h200_cubins() -> dict[str, bytes]:
-    with np.load(H200_CUBINS) as archive:
-        return {name: archive[name].tobytes() for name in archive.files if name != "triton_version"}
 
 
 # cubins of the Triton installed here (3.9 on the CPU machines) and of the H200's Triton 3.6

@@ -1,6 +1,7 @@
 """Register liveness and free registers: a kernel checked by hand, NVIDIA's own life ranges on
 every corpus kernel (ours may only be larger), a path-search oracle on random programs, and
 the time the largest corpus kernel takes."""
+import re
 import time
 
 import pytest
@@ -16,7 +17,7 @@ from gwatch_nb.sass.control import Control
 from gwatch_nb.sass.cubin import Cubin
 from gwatch_nb.sass.disasm import disassemble
 from gwatch_nb.sass.instruction import Instruction
-from gwatch_nb.sass.liveness import Liveness
+from gwatch_nb.sass.liveness import RESERVED_REGISTERS, Liveness
 
 
 def _names(mask: int) -> set[str]:
@@ -46,7 +47,7 @@ def test_hand_checked_guarded_store():
     address = instructions[store].operands[0].split("][")[1].split(".")[0]
     busy = {tid, address, f"R{int(address[1:]) + 1}", "R1"}
     free = {f"R{r}" for r in live.free_registers(last_exit)}
-    assert not free & busy and free == {f"R{r}" for r in range(live.register_count)} - busy
+    assert not free & busy and free == {f"R{r}" for r in range(live.register_count - RESERVED_REGISTERS)} - busy
     assert all(r % 2 == 0 and f"R{r}" in free and f"R{r + 1}" in free for r in live.free_registers(last_exit, width=2))
 
 
@@ -61,6 +62,7 @@ def test_windows_stay_inside_one_block():
 
 def _corpus():
     cases = dict(sass_cubins.cubins())
+    cases.update({f"h200 {name}": cubin for name, cubin in sass_cubins.h200_cubins().items()})
     cases["wide forms (PTX)"] = sass_ptx_kernels.cubin(sass_ptx_kernels.WIDE_FORMS)
     cases["calls (PTX)"] = sass_ptx_kernels.cubin(sass_ptx_kernels.CALLS)
     return cases
@@ -92,6 +94,26 @@ def test_liveness_contains_nvidia_life_ranges(case):
             ours += len(mine)
         if not any(i.base == "CALL" for i in instructions):  # a CALL is taken to read every register
             assert ours <= (1 + CLOSENESS) * theirs
+
+
+def _here_and_h200() -> dict[str, bytes]:
+    return {**{f"here {n}": c for n, c in sass_cubins.cubins().items()},
+            **{f"h200 {n}": c for n, c in sass_cubins.h200_cubins().items()}}
+
+
+@pytest.mark.parametrize("case", sorted(_here_and_h200()))
+def test_the_top_two_registers_are_never_the_kernels_nor_handed_out(case):
+    """ptxas leaves the top RESERVED_REGISTERS of every kernel's count unused (a kernel that
+    sets its own maximum with setmaxnreg may use fewer); free_registers never offers them."""
+    cubin = _here_and_h200()[case]
+    cubin_info = Cubin.parse(cubin)
+    for kernel, instructions in disassemble(cubin).items():
+        count = cubin_info.registers(kernel)
+        named = {int(r) for i in instructions for op in i.operands for r in re.findall(r"\bR(\d+)\b", op)}
+        assert max(named) <= count - 1 - RESERVED_REGISTERS, f"{kernel}: R{max(named)} of {count}"
+        live = Liveness(ControlFlowGraph(instructions, kernel), count)
+        assert max(r for i in range(0, len(instructions), 13) for r in live.free_registers(i) or [0]) \
+            < count - RESERVED_REGISTERS
 
 
 def test_a_value_overwritten_before_any_read_is_dead():

@@ -19,6 +19,7 @@ NOT_WRITTEN = {"LDGSTS": ("P", "UP"), "CALL": ("R", "P", "UR", "UP")}
 
 def _cases():
     cases = dict(sass_cubins.cubins())
+    cases.update({f"h200 {name}": cubin for name, cubin in sass_cubins.h200_cubins().items()})
     cases["wide forms (PTX)"] = sass_ptx_kernels.cubin(sass_ptx_kernels.WIDE_FORMS)
     cases["calls (PTX)"] = sass_ptx_kernels.cubin(sass_ptx_kernels.CALLS)
     return cases
@@ -67,8 +68,8 @@ def test_wide_forms_are_in_the_ptx_kernel():
 
 
 def test_every_corpus_opcode_is_known():
-    seen = {i.base for cubin in sass_cubins.cubins().values() for instructions in disassemble(cubin).values()
-            for i in instructions}
+    seen = {i.base for cubin in [*sass_cubins.cubins().values(), *sass_cubins.h200_cubins().values()]
+            for instructions in disassemble(cubin).values() for i in instructions}
     assert seen <= KNOWN_OPCODES, sorted(seen - KNOWN_OPCODES)
 
 
@@ -82,6 +83,7 @@ def test_every_corpus_opcode_is_known():
     ("STS.64 [R15+UR6], R16", None, "R15 R16 R17 UR6", ""),
     ("CS2R R56, SRZ", None, "", "R56 R57"),
     ("CS2R.32 R5, SR_CLOCKLO", None, "", "R5"),
+    ("UIADD3.64 UR22, UR10, 0x2, URZ", None, "UR10 UR11", "UR22 UR23"),
     ("HGMMA.64x64x16.F32 R24, gdesc[UR28], RZ, !UPT", None, "UR28 UR29 UR30 UR31",
      " ".join(f"R{r}" for r in range(24, 56))),
     ("P2R R28, PR, RZ, 0x41", None, "P0 P6", "R28"),

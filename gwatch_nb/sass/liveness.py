@@ -29,10 +29,16 @@ def _surely_executes(instruction) -> bool:
         instruction.predicate in ("@PT", "@UPT")
 
 
+#: The top two registers of a kernel's count are never the kernel's own: ptxas leaves them
+#: unused in every kernel it makes (register count = highest register named + 3), and on the
+#: H200 a clock reading written into one of them stops the kernel with an illegal instruction.
+RESERVED_REGISTERS = 2
+
+
 class Liveness:
     """`live_in[i]` / `live_out[i]`: registers.py masks of what is live before / after
-    instruction i of `cfg`'s kernel. `register_count` bounds the general registers handed out
-    (the kernel's own count); uniform registers are handed out only below the highest one the
+    instruction i of `cfg`'s kernel. `register_count` (the kernel's own count) bounds the general
+    registers handed out, less the RESERVED_REGISTERS at its top; uniform registers are handed out only below the highest one the
     kernel names, since the cubin states no uniform count."""
 
     def __init__(self, cfg, register_count: int):
@@ -106,7 +112,7 @@ class Liveness:
     def free_registers(self, i: int, j: int | None = None, width: int = 1) -> list[int]:
         """General registers (numbers) free over i..j, below the kernel's register count; with
         width 2 or 4, the first of each aligned free pair or quad."""
-        return self._free(self.busy(i, j), regs.GPR_BASE, self.register_count, width)
+        return self._free(self.busy(i, j), regs.GPR_BASE, self.register_count - RESERVED_REGISTERS, width)
 
     def free_uniform_registers(self, i: int, j: int | None = None, width: int = 1) -> list[int]:
         return self._free(self.busy(i, j), regs.UNIFORM_BASE, self.uniform_count, width)

@@ -171,11 +171,13 @@ def _plain(opcode, operands):
 
 def _carry(opcode, operands):
     """Integer arithmetic that may write carry-out predicates; IMAD.WIDE writes a pair and adds
-    a pair."""
+    a pair; (U)IADD3.64 (ptxas 12.8's 64-bit add) writes a pair and reads pairs."""
     mods = _modifiers(opcode)
+    n = _leading_destinations(operands)
+    if "64" in mods and opcode.split(".")[0] in ("IADD3", "UIADD3") and "128" not in mods:
+        return _use(operands, n, dst_width=2, src_width=2)
     if set(mods) & {"64", "128"}:
         raise _Unmodelled("wide form")
-    n = _leading_destinations(operands)
     if "WIDE" in mods:
         return _use(operands, n, dst_width=2, widths={n + 2: 2})
     return _use(operands, n)
