@@ -114,6 +114,10 @@ def test_the_top_two_registers_are_never_the_kernels_nor_handed_out(case):
         live = Liveness(ControlFlowGraph(instructions, kernel), count)
         assert max(r for i in range(0, len(instructions), 13) for r in live.free_registers(i) or [0]) \
             < count - RESERVED_REGISTERS
+        resized = [int(i.operands[-1], 16) for i in instructions if i.base == "USETMAXREG"]
+        if resized:  # a warp given fewer registers by setmaxnreg is offered none above them
+            assert live.register_limit == min(resized) - RESERVED_REGISTERS
+            assert all(r < live.register_limit for i in range(len(instructions)) for r in live.free_registers(i))
 
 
 def test_a_value_overwritten_before_any_read_is_dead():

@@ -79,7 +79,13 @@ def _check_outputs(tmp_path, tier: str, second: str) -> None:
     counts = trace.df.groupby("scope", observed=True).size().to_dict()
     warps_per_block = 1 if tier == "interpreter" else 4
     assert counts == {"load_kv": 8 * warps_per_block, "dot_qk": 8 * warps_per_block}
-    assert trace.warnings == []
+    # The only warning a clean trace may carry: instrumenting this small kernel raises its
+    # registers (10 -> 36 on the H200) and costs occupancy, which meta then states.
+    costly = [w for w in trace.warnings if w.kind == "instrumentation_cost"]
+    assert [w for w in trace.warnings if w not in costly] == []
+    assert bool(costly) == (tier == "ptx" and any(
+        change["blocks_per_sm"][1] < change["blocks_per_sm"][0] or change["local_bytes"][1] > change["local_bytes"][0]
+        for change in trace.meta["instrumentation"].values()))
 
     if second == "trace.html":
         html = (tmp_path / second).read_text(encoding="utf-8")

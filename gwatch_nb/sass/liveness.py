@@ -37,8 +37,9 @@ RESERVED_REGISTERS = 2
 
 class Liveness:
     """`live_in[i]` / `live_out[i]`: registers.py masks of what is live before / after
-    instruction i of `cfg`'s kernel. `register_count` (the kernel's own count) bounds the general
-    registers handed out, less the RESERVED_REGISTERS at its top; uniform registers are handed out only below the highest one the
+    instruction i of `cfg`'s kernel. `register_count` (the kernel's own count, or the smallest
+    size a USETMAXREG gives a warp) bounds the general registers handed out, less the
+    RESERVED_REGISTERS at its top; uniform registers are handed out only below the highest one the
     kernel names, since the cubin states no uniform count."""
 
     def __init__(self, cfg, register_count: int):
@@ -46,6 +47,10 @@ class Liveness:
             raise SassRewriteError(f"kernel {cfg.kernel}: register count {register_count} is outside 1..255")
         self.cfg = cfg
         self.register_count = register_count
+        # Warp-specialized kernels resize their warps' registers (USETMAXREG): until the analysis
+        # follows which size holds where, only registers every size keeps are handed out.
+        sizes = [int(i.operands[-1], 16) for i in cfg.instructions if i.base == "USETMAXREG"]
+        self.register_limit = min([register_count, *sizes]) - RESERVED_REGISTERS
         self.uses = [register_use(i, cfg.kernel) for i in cfg.instructions]
         self.reads = [use.reads | {"EXIT": STACK_POINTER, "RET": CALLEE_SAVED}.get(i.base, 0)
                       for i, use in zip(cfg.instructions, self.uses)]
@@ -112,7 +117,7 @@ class Liveness:
     def free_registers(self, i: int, j: int | None = None, width: int = 1) -> list[int]:
         """General registers (numbers) free over i..j, below the kernel's register count; with
         width 2 or 4, the first of each aligned free pair or quad."""
-        return self._free(self.busy(i, j), regs.GPR_BASE, self.register_count - RESERVED_REGISTERS, width)
+        return self._free(self.busy(i, j), regs.GPR_BASE, self.register_limit, width)
 
     def free_uniform_registers(self, i: int, j: int | None = None, width: int = 1) -> list[int]:
         return self._free(self.busy(i, j), regs.UNIFORM_BASE, self.uniform_count, width)
