@@ -69,8 +69,9 @@ def _corpus():
 
 
 # Share of live (register, instruction) pairs beyond nvdisasm's: guarded writes never kill,
-# so values under a predicate stay live on the path where it is false (the TMA kernels).
-CLOSENESS = 0.15
+# so values under a predicate stay live on the path where it is false (the TMA kernels: up to
+# 13.6% here, 15.5% on the H200's ptxas 12.8 build of the in-kernel-descriptor matmul).
+CLOSENESS = 0.2
 
 
 @pytest.mark.parametrize("case", sorted(_corpus()))
