@@ -11,7 +11,7 @@ for every instruction until the next address, as `nvdisasm -g` prints it.
 Triton 3.9's cubins carry the chain for `@triton.jit` helpers and library functions
 (`tl.max` → standard.py); Triton 3.6's do not: its PTX `.loc`s have no `inlined_at`, so the
 line program has no 0x90 rows and an inlined helper's instructions name only the helper's own
-line (see docs/SASS_SITES.md for how sites.py places them)."""
+line (see docs/sass/sites.md for how sites.py places them)."""
 from __future__ import annotations
 
 import os

@@ -1,5 +1,5 @@
 """Where each scope's readings go in the final schedule, from where ptxas put the scope's own
-instructions (docs/SASS_SITES.md defines every term and column).
+instructions (docs/sass/sites.md defines every term and column).
 
 A scope's instructions are those whose source line, at some level of their inlining chain,
 lies strictly between the scope's start and end marker lines in the markers' file. They are

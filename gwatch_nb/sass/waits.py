@@ -1,6 +1,6 @@
 """Automatic sites: every blocking wait and every loop of a kernel's SASS, each named by its kind
 and the source line its instructions' line info gives it, with the instruction indices a
-reading goes before at its start and at its end (docs/SASS_SITES.md).
+reading goes before at its start and at its end (docs/sass/sites.md).
 
 Waits:
 - ``mbarrier``: ``SYNCS.PHASECHK.TRANS64.TRYWAIT P, [bar], phase`` (an mbarrier phase wait: a
