@@ -32,3 +32,23 @@ def pytest_collection_modifyitems(config, items):
 @pytest.fixture
 def fixture_path():
     return lambda name: os.path.join(FIXTURES, name)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Debian's Chromium driven by playwright, for a browser test module (skipped, with the
+    reason, where either is missing)."""
+    from support.browser import CHROMIUM, CHROMIUM_ARGS, require_browser
+    with require_browser().sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def session(browser):
+    """A page of its own that reaches nothing outside and records errors (support.browser.Session)."""
+    from support.browser import Session
+    s = Session(browser)
+    yield s
+    s.context.close()

@@ -4,11 +4,11 @@ import dataclasses
 
 import pytest
 
-from support.browser import AXIS, CHROMIUM, CHROMIUM_ARGS, COLOUR_RUNS, GUTTER, HIGHLIGHT, Session, require_browser, rgb
+from support.browser import AXIS, COLOUR_RUNS, GUTTER, HIGHLIGHT, require_browser, rgb
 
 pytestmark = pytest.mark.browser
 
-sync_api = require_browser()
+require_browser()
 pytest.importorskip("altair", reason="HTML reports need altair (pip install altair)")
 
 import gwatch_nb  # noqa: E402
@@ -19,21 +19,6 @@ from gwatch_nb.trace import Trace  # noqa: E402
 from support.traces import long_loop_trace, nested_trace  # noqa: E402
 
 XSS = "<img src=x onerror=alert(1)>"
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
-
-
-@pytest.fixture
-def session(browser):
-    s = Session(browser)
-    yield s
-    s.context.close()
 
 
 @pytest.fixture(scope="module")

@@ -6,11 +6,11 @@ import os
 
 import pytest
 
-from support.browser import CHROMIUM, CHROMIUM_ARGS, Session, require_browser
+from support.browser import Session, require_browser
 
 pytestmark = pytest.mark.browser
 
-sync_api = require_browser()
+require_browser()
 pytest.importorskip("altair", reason="the charts need altair (pip install altair)")
 
 import gwatch_nb  # noqa: E402
@@ -37,14 +37,6 @@ CHART_COLOURS = """() => {
   const label = svg.querySelector('.role-axis-label text');
   return { background: getComputedStyle(svg).backgroundColor, label: getComputedStyle(label).fill };
 }"""
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
 
 
 def _brightness(css: str) -> float:

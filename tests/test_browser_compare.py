@@ -3,31 +3,17 @@ cut off: both runs drawn on one time axis, zoom and pan move both, double-click 
 the charts draw."""
 import pytest
 
-from support.browser import AXIS, CHROMIUM, CHROMIUM_ARGS, COLOUR_SCAN, GUTTER, Session, require_browser, rgb as _rgb
+from support.browser import AXIS, COLOUR_SCAN, GUTTER, require_browser, rgb as _rgb
 
 pytestmark = pytest.mark.browser
 
-sync_api = require_browser()
+require_browser()
 
 import gwatch_nb  # noqa: E402
 from conftest import FIXTURES  # noqa: E402
 from gwatch_nb import compare  # noqa: E402
 from gwatch_nb.serializers import scope_colours  # noqa: E402
 
-
-@pytest.fixture(scope="module")
-def browser():
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
-
-
-@pytest.fixture
-def session(browser):
-    s = Session(browser)
-    yield s
-    s.context.close()
 
 # The rightmost canvas column (CSS px) holding any of the colours.
 RIGHTMOST = """([canvas, colours]) => {

@@ -3,11 +3,11 @@ collapsed launch every busy SM still draws its slices (and idle ones none), and 
 double-click resets the zoom without touching the selection."""
 import pytest
 
-from support.browser import AXIS, CHROMIUM, CHROMIUM_ARGS, GUTTER, HIGHLIGHT, Session, require_browser, rgb
+from support.browser import AXIS, GUTTER, HIGHLIGHT, require_browser, rgb
 
 pytestmark = pytest.mark.browser
 
-sync_api = require_browser()
+require_browser()
 pytest.importorskip("altair", reason="HTML reports need altair (pip install altair)")
 
 import gwatch_nb  # noqa: E402
@@ -29,21 +29,6 @@ ROWS_WITH_COLOUR = """([canvas, colours, ys, gutter]) => {
     return false;
   });
 }"""
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
-
-
-@pytest.fixture
-def session(browser):
-    s = Session(browser)
-    yield s
-    s.context.close()
 
 
 @pytest.fixture(scope="module")
