@@ -1,5 +1,5 @@
 """Launch configurations and autotuned kernels on the interpreter tier (run by
-tests/test_interpreter_tier.py in a process started with TRITON_INTERPRET=1)."""
+tests/test_interpreter_process.py in a process started with TRITON_INTERPRET=1)."""
 import pytest
 import torch
 

@@ -1,6 +1,6 @@
 """The tracing-session protocol on the interpreter tier, end to end: "auto" decided by
 do_trace, session problems as Trace.warnings in every view, G-Watch's do_trace forms
-(run by tests/test_interpreter_tier.py in a process started with TRITON_INTERPRET=1)."""
+(run by tests/test_interpreter_process.py in a process started with TRITON_INTERPRET=1)."""
 import json
 import warnings
 
