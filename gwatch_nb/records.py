@@ -202,6 +202,28 @@ def _group_reduce(ufunc, values: np.ndarray, group_first: np.ndarray, group_of: 
     return ufunc.reduceat(values, group_first)[group_of]
 
 
+def _crosses_pipelined(start_pos, end_pos, overlapped, interval_scope, warp_of, counts):
+    """Which unpipelined intervals cross an instance of a pipelined scope of their warp, where
+    the level count balances (one instance starts inside, another ends inside). Per pipelined
+    scope id, the instances that start inside (start, end) must be those that end inside: their
+    ranks in the warp come from prefix sums over program positions, with no loop over events."""
+    n = len(warp_of)
+    crossed = np.zeros(len(start_pos), bool)
+    plain = np.flatnonzero(~overlapped)
+    s, e = start_pos[plain], end_pos[plain]
+    first = (np.cumsum(counts) - counts)[warp_of[s]]  # each interval's warp's first event
+    for scope_id in np.unique(interval_scope[overlapped]):
+        instances = overlapped & (interval_scope == scope_id)
+        starts, ends = np.zeros(n + 1, np.int64), np.zeros(n + 1, np.int64)
+        starts[start_pos[instances] + 1] = 1
+        ends[end_pos[instances] + 1] = 1
+        before_start, before_end = np.cumsum(starts), np.cumsum(ends)  # instances begun / ended before a position
+        a1, a2 = before_start[s] - before_start[first], before_start[e] - before_start[first]
+        b1, b2 = before_end[s] - before_end[first], before_end[e] - before_end[first]
+        crossed[plain] |= ~(((a1 == a2) & (b1 == b2)) | ((a1 == b1) & (a2 == b2)))
+    return crossed
+
+
 def pair_scopes(tags: np.ndarray, cycles: np.ndarray, counts: np.ndarray) -> tuple[Intervals, dict[str, np.ndarray]]:
     """Match the starts and ends of each scope id in each warp.
 
@@ -281,6 +303,8 @@ def pair_scopes(tags: np.ndarray, cycles: np.ndarray, counts: np.ndarray) -> tup
     # Properly nested iff every interval encloses a balanced stretch (see docs/FORMAT.md);
     # a pipelined instance overlaps its own scope's next one by design.
     crossed = (level[end_pos] != depth + 1) & ~overlapped
+    if overlapped.any():
+        crossed |= _crosses_pipelined(start_pos, end_pos, overlapped, s_scope[start_at], warp_of, counts)
     problems["crossed"] = s_warp[start_at[crossed]]
     if overlapped.any():
         # A pipelined instance's lane: the levels under its own scope's open instances,

@@ -28,7 +28,9 @@ def test_git_ignores_the_venv_and_the_quick_start_outputs():
 @pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
 def test_make_announces_each_install_step_and_shows_pip_progress(tmp_path):
     venv = tmp_path / "venv"
-    plan = subprocess.run(["make", "-n", f"VENV={venv}", "trace"], cwd=ROOT, capture_output=True, text=True, check=True)
+    # --no-print-directory: under `make test` this make is a sub-make, which would name its folder
+    plan = subprocess.run(["make", "-n", "--no-print-directory", f"VENV={venv}", "trace"], cwd=ROOT,
+                          capture_output=True, text=True, check=True)
     steps = re.findall(r'^echo "== (\d)/4 ', plan.stdout, re.M)
     assert steps == ["1", "2", "3", "4"]
     installs = [line for line in plan.stdout.splitlines() if "pip install" in line and "--upgrade pip" not in line]
