@@ -282,6 +282,7 @@ export class Timeline {
     if (query === null || typeof query === "string") {
       this.matches = null;
       this.searchCount.textContent = query ?? "";
+      delete this.root.dataset.matches;
     } else {
       this.matches = findMatches(this.data, this.lanes.leafOfWarp.keys(), query, this.hiddenScopes);
       this.showMatchCount();
