@@ -11,6 +11,7 @@ pytestmark = pytest.mark.browser
 sync_api, nbformat = require_lab_browser()
 
 from conftest import FIXTURES, ROOT  # noqa: E402
+import gwatch_nb  # noqa: E402
 from gwatch_nb.serializers import scope_colours  # noqa: E402
 
 CELLS = [
@@ -74,3 +75,42 @@ def test_widget_in_jupyterlab_round_trips_the_selection(lab):
         browser.close()
     assert lab_page.blocked == [], f"requests outside the Jupyter server: {lab_page.blocked}"
     assert lab_page.errors == [], f"console errors: {lab_page.errors}"
+
+
+def test_timeline_keys_and_search_in_jupyterlab_leave_the_notebook_alone(lab):
+    # In command mode JupyterLab binds A, D D, S and more to notebook commands: keys meant for
+    # the timeline must stay with it, and typing in its search box must not edit a cell.
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        lab_page = LabPage(browser, lab)
+        page = lab_page.page
+        lab_page.open_notebook("timeline.ipynb")
+        _run_cell(page, 0)
+        page.wait_for_function("document.querySelector('.gw-timeline')?.dataset.frames >= 1", timeout=60_000)
+        timeline = page.query_selector(".gw-timeline")
+        cells = page.locator(".jp-Notebook .jp-Cell")
+        assert cells.count() == len(CELLS)
+        window = lambda: [timeline.get_attribute(a) for a in ("data-view-start-ns", "data-view-end-ns")]  # noqa: E731
+        box = timeline.query_selector("canvas").bounding_box()
+        page.mouse.click(box["x"] + 300, box["y"] + 10)  # the time axis: focuses the timeline
+        whole = window()
+        page.keyboard.press("w")
+        page.wait_for_function("([el, w]) => el.dataset.viewEndNs !== w", arg=[timeline, whole[1]])
+        for key in ("a", "a", "d", "s", "s", "d"):
+            page.keyboard.press(key)
+        page.wait_for_timeout(300)
+        assert cells.count() == len(CELLS), "a key for the timeline reached the notebook"
+
+        search = timeline.query_selector(".gw-search")
+        search.click()
+        page.keyboard.type("softmax sm 4")
+        page.wait_for_function("el => el.dataset.matches !== undefined", arg=timeline)
+        df = gwatch_nb.load(FIXTURES + "/attention_h200.json").df
+        expected = int(((df.scope == "softmax") & (df.sm == 4)).sum())
+        assert expected > 0
+        assert timeline.get_attribute("data-matches") == str(expected)
+        assert cells.count() == len(CELLS)
+        assert page.locator(".jp-Notebook .jp-Cell .cm-content").nth(0).inner_text().startswith("import sys")
+        browser.close()
+    assert lab_page.errors == [], f"console errors: {lab_page.errors}"
+

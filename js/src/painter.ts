@@ -5,7 +5,7 @@
 import { ROW_PADDING, TRACK_HEIGHT, type LaneNode, type Row } from "./lanes";
 import { collectSlices } from "./lod";
 import type { NumericArray, TimelineData } from "./payload";
-import { timeTicks } from "./timefmt";
+import { formatTime, timeTicks } from "./timefmt";
 import type { Viewport } from "./viewport";
 
 export const GUTTER_WIDTH = 180;
@@ -42,7 +42,17 @@ export interface Frame {
   selected: number; // instance row, -1 for none
   /** Where an instance is drawn now: its row on screen and depth, or null when hidden. */
   placeOf: (instance: number) => { row: Row; depth: number } | null;
+  /** Per scope, 1 where the legend turned it off: its slices are not drawn. */
+  hiddenScopes?: Uint8Array;
+  /** Per instance, 1 where it matches the search; the others are drawn faded. Null: no search. */
+  matches?: Uint8Array | null;
+  /** The ruler's two ends (ns), or null. */
+  ruler?: { fromNs: number; toNs: number } | null;
 }
+
+/** Slices that do not match the search are drawn at this opacity. */
+const FADED_ALPHA = 0.22;
+const RULER_ALPHA = 0.14;
 
 interface CachedSlices {
   level: number;
@@ -79,8 +89,9 @@ export class Painter {
   constructor(data: TimelineData) {
     this.data = data;
     this.labelColors = data.scopeColors.map(labelColorFor);
-    this.rects = data.scopeColors.map(() => new Float32Array(1024));
-    this.rectCounts = new Int32Array(data.scopeColors.length);
+    // One batch per scope, then one per scope faded (slices a search does not match).
+    this.rects = [...data.scopeColors, ...data.scopeColors].map(() => new Float32Array(1024));
+    this.rectCounts = new Int32Array(2 * data.scopeColors.length);
   }
 
   /** The instance rows a row draws at one depth now, recomputed only when the window leaves the cached slack. */
@@ -123,6 +134,7 @@ export class Painter {
     ctx.restore();
     this.drawGutter(ctx, frame, visible);
     this.drawAxis(ctx, frame);
+    this.drawRuler(ctx, frame);
   }
 
   private x(view: Viewport, ns: number): number {
@@ -186,6 +198,9 @@ export class Painter {
   private drawSlices(ctx: CanvasRenderingContext2D, frame: Frame, visible: Row[]): void {
     const { view, widthPx } = frame;
     const { startNs, durationNs, scope } = this.data.instances;
+    const hidden = frame.hiddenScopes;
+    const matches = frame.matches;
+    const scopes = this.data.scopeColors.length;
     this.rectCounts.fill(0);
     this.labelCount = 0;
     const left = GUTTER_WIDTH;
@@ -195,41 +210,46 @@ export class Painter {
       for (let depth = 0; depth < row.node.depthCount; depth++) {
         const y = y0 + depth * TRACK_HEIGHT;
         const rows = this.slicesOf(row.node, depth, view);
-        // Touching slices of one colour become one rectangle: zoomed out, most of them touch.
-        let runScope = -1;
+        // Touching slices of one batch become one rectangle: zoomed out, most of them touch.
+        let runBatch = -1;
         let runX0 = 0;
         let runX1 = 0;
         for (let k = 0; k < rows.length; k++) {
           const r = rows[k];
+          if (hidden && hidden[scope[r]]) continue;
           let x0 = left + (startNs[r] - view.startNs) / view.nsPerPx;
           let x1 = x0 + durationNs[r] / view.nsPerPx;
           if (x1 < left || x0 > widthPx) continue;
           x0 = Math.max(x0, left - 1);
           x1 = Math.max(Math.min(x1, widthPx + 1), x0 + MIN_SLICE_PX);
-          if (x1 - x0 >= MIN_LABEL_PX && !overlapsNeighbour(rows, k, startNs, durationNs)) {
+          const faded = matches != null && !matches[r];
+          if (!faded && x1 - x0 >= MIN_LABEL_PX && !overlapsNeighbour(rows, k, startNs, durationNs)) {
             this.pushLabel(r, x0, y, x1 - x0);
           }
-          if (scope[r] === runScope && x0 <= runX1 + 0.5) {
+          const batch = faded ? scope[r] + scopes : scope[r];
+          if (batch === runBatch && x0 <= runX1 + 0.5) {
             runX1 = Math.max(runX1, x1);
             continue;
           }
-          if (runScope >= 0) this.pushRect(runScope, runX0, y, runX1 - runX0, TRACK_HEIGHT - 1);
-          runScope = scope[r];
+          if (runBatch >= 0) this.pushRect(runBatch, runX0, y, runX1 - runX0, TRACK_HEIGHT - 1);
+          runBatch = batch;
           runX0 = x0;
           runX1 = x1;
         }
-        if (runScope >= 0) this.pushRect(runScope, runX0, y, runX1 - runX0, TRACK_HEIGHT - 1);
+        if (runBatch >= 0) this.pushRect(runBatch, runX0, y, runX1 - runX0, TRACK_HEIGHT - 1);
       }
     }
-    for (let s = 0; s < this.rects.length; s++) {
-      const n = this.rectCounts[s];
+    for (let b = 0; b < this.rects.length; b++) {
+      const n = this.rectCounts[b];
       if (n === 0) continue;
-      const buffer = this.rects[s];
-      ctx.fillStyle = this.data.scopeColors[s];
+      const buffer = this.rects[b];
+      ctx.globalAlpha = b < scopes ? 1 : FADED_ALPHA;
+      ctx.fillStyle = this.data.scopeColors[b % scopes];
       ctx.beginPath();
       for (let k = 0; k < n; k += 4) ctx.rect(buffer[k], buffer[k + 1], buffer[k + 2], buffer[k + 3]);
       ctx.fill();
     }
+    ctx.globalAlpha = 1;
     this.drawLabels(ctx);
   }
 
@@ -266,6 +286,30 @@ export class Painter {
     ctx.strokeStyle = color;
     ctx.lineWidth = width;
     ctx.strokeRect(x0 - width / 2, y - width / 2, w + width, TRACK_HEIGHT - 1 + width);
+  }
+
+  /** The ruler: a band between its two ends over the rows, its duration in the axis above it. */
+  private drawRuler(ctx: CanvasRenderingContext2D, frame: Frame): void {
+    const ruler = frame.ruler;
+    if (!ruler) return;
+    const { view, theme, widthPx, heightPx } = frame;
+    const x0 = Math.max(GUTTER_WIDTH, this.x(view, Math.min(ruler.fromNs, ruler.toNs)));
+    const x1 = Math.min(widthPx, this.x(view, Math.max(ruler.fromNs, ruler.toNs)));
+    if (x1 < x0) return;
+    ctx.fillStyle = theme.highlight;
+    ctx.globalAlpha = RULER_ALPHA;
+    ctx.fillRect(x0, AXIS_HEIGHT, x1 - x0, heightPx - AXIS_HEIGHT);
+    ctx.globalAlpha = 1;
+    ctx.fillRect(x0, AXIS_HEIGHT, 1, heightPx - AXIS_HEIGHT);
+    ctx.fillRect(x1 - 1, AXIS_HEIGHT, 1, heightPx - AXIS_HEIGHT);
+    const text = formatTime(Math.abs(ruler.toNs - ruler.fromNs));
+    ctx.font = GUTTER_FONT;
+    ctx.textBaseline = "middle";
+    const w = ctx.measureText(text).width + 8;
+    const left = Math.min(Math.max((x0 + x1 - w) / 2, GUTTER_WIDTH), widthPx - w);
+    ctx.fillRect(left, 3, w, AXIS_HEIGHT - 6);
+    ctx.fillStyle = theme.background;
+    ctx.fillText(text, left + 4, AXIS_HEIGHT / 2);
   }
 
   private drawGutter(ctx: CanvasRenderingContext2D, frame: Frame, visible: Row[]): void {

@@ -5,6 +5,7 @@ import { firstStartingAt } from "./lod";
 import { onThemeChange } from "./charttheme";
 import { AXIS_HEIGHT, GUTTER_WIDTH, Painter, type Theme } from "./painter";
 import { decodePayload, type Payload, type TimelineData } from "./payload";
+import { findMatches, parseQuery } from "./search";
 import { formatExactNs, formatTime } from "./timefmt";
 import { Viewport } from "./viewport";
 
@@ -24,6 +25,10 @@ const PICK_SLOP = 3;
 /** A second press this soon and this near the first is a double-click's (Chromium's defaults). */
 const DOUBLE_CLICK_MS = 500;
 const DOUBLE_CLICK_PX = 4;
+/** W zooms in, S out, by this factor a press (about what one wheel notch does). */
+const KEY_ZOOM = 1.25;
+/** A and D pan by this share of the window a press. */
+const KEY_PAN_SHARE = 0.2;
 
 
 function element<K extends keyof HTMLElementTagNameMap>(tag: K, className: string, parent?: HTMLElement): HTMLElementTagNameMap[K] {
@@ -45,6 +50,10 @@ export class Timeline {
   private readonly tooltip: HTMLDivElement;
   private readonly status: HTMLSpanElement;
   private readonly selection: HTMLSpanElement;
+  private readonly rulerText: HTMLSpanElement;
+  private readonly searchBox: HTMLInputElement;
+  private readonly searchCount: HTMLSpanElement;
+  private readonly legendItems: HTMLButtonElement[] = [];
   private launchSelect: HTMLSelectElement | null = null;
   private readonly lanesByLaunch = new Map<number, Lanes>();
   private launch = -1;
@@ -61,12 +70,22 @@ export class Timeline {
   private lastPress = { time: -Infinity, x: 0, y: 0 };
   private frameRequested = false;
   private frames = 0;
-  private drag: { x: number; y: number; lastX: number; scrollTop: number; moved: boolean; second: boolean } | null = null;
+  private drag: { x: number; y: number; lastX: number; scrollTop: number; moved: boolean; second: boolean; ruler: boolean } | null = null;
+  /** Per scope, 1 where the legend turned it off. */
+  private readonly hiddenScopes: Uint8Array;
+  /** The search's matches: a flag per instance and the list in start order; null when no search. */
+  private matches: { flags: Uint8Array; ordered: Int32Array } | null = null;
+  /** The match the last jump went to, -1 before the first. */
+  private matchCursor = -1;
+  private ruler: { fromNs: number; toNs: number } | null = null;
+  /** The pointer's x in the time area, null when it is elsewhere: W/S zoom around it. */
+  private pointerX: number | null = null;
 
   constructor(el: HTMLElement, model: WidgetModel, signal: AbortSignal) {
     this.model = model;
     this.data = decodePayload(model.get("payload") as Payload);
     this.painter = new Painter(this.data);
+    this.hiddenScopes = new Uint8Array(this.data.scopeNames.length);
 
     this.root = element("div", "gw-timeline", el);
     const toolbar = element("div", "gw-toolbar", this.root);
@@ -75,17 +94,21 @@ export class Timeline {
     this.buildTimeSource(toolbar);
     this.buildNotes(toolbar);
     this.buildWarnings(toolbar);
-    this.buildLegend();
+    [this.searchBox, this.searchCount] = this.buildSearch(toolbar, signal);
+    this.buildLegend(signal);
     this.body = element("div", "gw-body", this.root);
     this.canvas = element("canvas", "gw-canvas", this.body);
     this.canvas.setAttribute("role", "img");
     this.canvas.setAttribute("aria-label", "scope instances per warp over time");
+    this.canvas.tabIndex = 0; // focusable, for the W/A/S/D keys
     this.spacer = element("div", "gw-spacer", this.body);
     this.tooltip = element("div", "gw-tooltip", this.root);
     this.tooltip.hidden = true;
     const footer = element("div", "gw-footer", this.root);
     element("span", "gw-hint", footer).textContent =
-      "wheel: zoom · drag: pan · double-click: whole launch · click: select · click a group: expand/collapse";
+      "wheel or W/S: zoom · drag or A/D: pan · shift+drag: measure · double-click: whole launch · "
+      + "click: select · click a group: expand/collapse";
+    this.rulerText = element("span", "gw-ruler", footer);
     this.selection = element("span", "gw-selection", footer);
 
     this.bindInput(signal);
@@ -142,13 +165,39 @@ export class Timeline {
     badge.title = warnings.join("\n");
   }
 
-  private buildLegend(): void {
+  private buildSearch(toolbar: HTMLElement, signal: AbortSignal): [HTMLInputElement, HTMLSpanElement] {
+    const box = element("input", "gw-search", toolbar);
+    box.type = "search";
+    box.placeholder = "search: scope, block 3, warp 5, sm 12";
+    box.title = "a scope's name (or part of it), block N (or block x,y,z), warp N, sm N; terms combine. "
+      + "Enter: next match, shift+Enter: previous, Escape: clear";
+    box.setAttribute("aria-label", "search scope instances");
+    const count = element("span", "gw-search-count", toolbar);
+    box.addEventListener("input", () => this.search(), { signal });
+    box.addEventListener("keydown", (event) => {
+      if (event.key === "Enter") {
+        event.preventDefault();
+        this.jumpToMatch(event.shiftKey ? -1 : 1);
+      } else if (event.key === "Escape") {
+        box.value = "";
+        this.search();
+      }
+    }, { signal });
+    return [box, count];
+  }
+
+  private buildLegend(signal: AbortSignal): void {
     const legend = element("div", "gw-legend", this.root);
     this.data.scopeNames.forEach((name, index) => {
-      const item = element("span", "gw-legend-item", legend);
+      const item = element("button", "gw-legend-item", legend);
+      item.type = "button";
+      item.title = `show or hide ${name}`;
+      item.setAttribute("aria-pressed", "true");
       const swatch = element("span", "gw-swatch", item);
       swatch.style.background = this.data.scopeColors[index];
       element("span", "gw-legend-name", item).textContent = name;
+      item.addEventListener("click", () => this.toggleScope(index), { signal });
+      this.legendItems.push(item);
     });
   }
 
@@ -176,7 +225,9 @@ export class Timeline {
       + `${info.warps.toLocaleString("en-US")} warps · ${info.instances.toLocaleString("en-US")} scope instances · `
       + formatTime(info.duration_ns) + (info.config ? ` · ${info.config}` : "");
     this.setHovered(-1);
-    this.requestDraw();
+    this.ruler = null;
+    this.showRuler();
+    this.search();
   }
 
   private relayout(): void {
@@ -210,6 +261,93 @@ export class Timeline {
   private setHovered(instance: number): void {
     if (instance === this.hovered) return;
     this.hovered = instance;
+    this.requestDraw();
+  }
+
+  private toggleScope(index: number): void {
+    this.hiddenScopes[index] ^= 1;
+    const shown = !this.hiddenScopes[index];
+    this.legendItems[index].classList.toggle("gw-legend-off", !shown);
+    this.legendItems[index].setAttribute("aria-pressed", String(shown));
+    this.setHovered(-1);
+    this.search();
+  }
+
+  /** Reads the search box: finds its matches in this launch (hidden scopes left out), redraws. */
+  private search(): void {
+    const text = this.searchBox.value.trim();
+    const query = text ? parseQuery(text, this.data.scopeNames) : null;
+    this.matchCursor = -1;
+    this.searchBox.classList.toggle("gw-search-error", typeof query === "string");
+    if (query === null || typeof query === "string") {
+      this.matches = null;
+      this.searchCount.textContent = query ?? "";
+      delete this.root.dataset.matches;
+    } else {
+      this.matches = findMatches(this.data, this.lanes.leafOfWarp.keys(), query, this.hiddenScopes);
+      this.showMatchCount();
+    }
+    this.requestDraw();
+  }
+
+  private showMatchCount(): void {
+    const n = this.matches?.ordered.length ?? 0;
+    const cursor = this.matchCursor >= 0 ? `${(this.matchCursor + 1).toLocaleString("en-US")} of ` : "";
+    this.searchCount.textContent = `${cursor}${n.toLocaleString("en-US")} match${n === 1 ? "" : "es"}`;
+    this.root.dataset.matches = String(n);
+  }
+
+  /** The next (step 1) or previous (-1) match in start order: its group expanded, the view centred on it, selected. */
+  private jumpToMatch(step: number): void {
+    const ordered = this.matches?.ordered;
+    if (!ordered?.length) return;
+    const n = ordered.length;
+    this.matchCursor = this.matchCursor < 0 ? (step > 0 ? 0 : n - 1) : (this.matchCursor + step + n) % n;
+    const instance = ordered[this.matchCursor];
+    const leaf = this.lanes.leafOfWarp.get(this.warpOf(instance))!;
+    for (let node = leaf.parent; node; node = node.parent) node.collapsed = false;
+    this.relayout();
+    const row = this.rowOf.get(leaf)!;
+    const rowsHeight = this.body.clientHeight - AXIS_HEIGHT;
+    this.body.scrollTop = Math.max(0, row.top + row.height / 2 - rowsHeight / 2);
+    const { startNs, durationNs } = this.data.instances;
+    this.view.centreOn(startNs[instance] + durationNs[instance] / 2, durationNs[instance]);
+    this.showMatchCount();
+    this.select(instance);
+  }
+
+  private showRuler(): void {
+    const ruler = this.ruler;
+    this.rulerText.textContent = ruler
+      ? `ruler: ${formatTime(Math.abs(ruler.toNs - ruler.fromNs))} (${formatExactNs(Math.min(ruler.fromNs, ruler.toNs))}`
+        + ` → ${formatExactNs(Math.max(ruler.fromNs, ruler.toNs))})`
+      : "";
+    if (ruler) this.root.dataset.rulerNs = String(Math.abs(ruler.toNs - ruler.fromNs));
+    else delete this.root.dataset.rulerNs;
+  }
+
+  private clearRuler(): void {
+    if (!this.ruler) return;
+    this.ruler = null;
+    this.showRuler();
+    this.requestDraw();
+  }
+
+  /** W/S zoom around the pointer (or the window's centre), A/D pan, Escape clears the ruler. */
+  private onKey(event: KeyboardEvent): void {
+    if (event.ctrlKey || event.metaKey || event.altKey) return;
+    const width = this.timeWidth();
+    const anchor = this.pointerX ?? width / 2;
+    switch (event.key.toLowerCase()) {
+      case "w": this.view.zoomAt(anchor, 1 / KEY_ZOOM); break;
+      case "s": this.view.zoomAt(anchor, KEY_ZOOM); break;
+      case "a": this.view.panBy(width * KEY_PAN_SHARE); break;
+      case "d": this.view.panBy(-width * KEY_PAN_SHARE); break;
+      case "escape": this.clearRuler(); return;
+      default: return;
+    }
+    event.preventDefault();
+    this.hideTooltip();
     this.requestDraw();
   }
 
@@ -250,7 +388,8 @@ export class Timeline {
   private placeOf = (instance: number): { row: Row; depth: number } | null => {
     const leaf = this.lanes.leafOfWarp.get(this.warpOf(instance));
     const row = leaf && this.rowOf.get(shownNode(leaf));
-    return row ? { row, depth: this.data.instances.depth[instance] } : null;
+    if (!row || this.hiddenScopes[this.data.instances.scope[instance]]) return null;
+    return { row, depth: this.data.instances.depth[instance] };
   };
 
   /** The instance under canvas point (x, y), or -1. */
@@ -272,6 +411,7 @@ export class Timeline {
     const reach = tracks.length === 1 ? Math.max(0, last - 1) : 0;
     for (let k = last; k >= reach; k--) {
       const r = candidates[k];
+      if (this.hiddenScopes[this.data.instances.scope[r]]) continue;
       const end = startNs[r] + durationNs[r];
       const distance = t < startNs[r] ? startNs[r] - t : t > end ? t - end : 0;
       if (distance <= slop && (distance < bestDistance || (distance === bestDistance && durationNs[r] > durationNs[best]))) {
@@ -317,11 +457,14 @@ export class Timeline {
       const last = this.lastPress;
       const second = event.timeStamp - last.time < DOUBLE_CLICK_MS && Math.hypot(x - last.x, y - last.y) < DOUBLE_CLICK_PX;
       this.lastPress = second ? { time: -Infinity, x, y } : { time: event.timeStamp, x, y };
-      this.drag = { x, y, lastX: x, scrollTop: this.body.scrollTop, moved: false, second };
+      const ruler = event.shiftKey && x >= GUTTER_WIDTH;
+      this.drag = { x, y, lastX: x, scrollTop: this.body.scrollTop, moved: false, second, ruler };
       canvas.setPointerCapture(event.pointerId);
+      canvas.focus({ preventScroll: true });
     }, { signal });
     canvas.addEventListener("pointermove", (event) => {
       const { x, y } = at(event);
+      this.pointerX = x >= GUTTER_WIDTH ? x - GUTTER_WIDTH : null;
       const drag = this.drag;
       if (!drag) {
         this.hover(x, y);
@@ -329,6 +472,15 @@ export class Timeline {
       }
       if (!drag.moved && Math.hypot(x - drag.x, y - drag.y) < CLICK_SLOP) return;
       drag.moved = true;
+      if (drag.ruler) {
+        // Shift+drag measures: the band runs from the press to the pointer.
+        const bound = (px: number) => this.view.timeAt(Math.max(0, Math.min(px - GUTTER_WIDTH, this.timeWidth())));
+        this.ruler = { fromNs: bound(drag.x), toNs: bound(x) };
+        this.showRuler();
+        this.hideTooltip();
+        this.requestDraw();
+        return;
+      }
       canvas.classList.add("gw-dragging");
       this.view.panBy(x - drag.lastX);
       drag.lastX = x;
@@ -345,6 +497,10 @@ export class Timeline {
       if (!drag || drag.moved || drag.second) return;
       const { x, y } = at(event);
       this.selectedBeforeClick = null;
+      if (this.ruler) {
+        this.clearRuler(); // a click clears the ruler, and does only that
+        return;
+      }
       if (this.toggleGroup(x, y)) return;
       this.selectedBeforeClick = this.selected;
       this.select(this.pick(x, y));
@@ -359,8 +515,10 @@ export class Timeline {
       this.requestDraw();
     }, { signal });
     canvas.addEventListener("pointerleave", () => {
+      this.pointerX = null;
       if (!this.drag) this.hideTooltip();
     }, { signal });
+    canvas.addEventListener("keydown", (event) => this.onKey(event), { signal });
     this.body.addEventListener("scroll", () => this.requestDraw(), { signal });
     const resize = new ResizeObserver(() => this.resize());
     resize.observe(this.body);
@@ -475,6 +633,7 @@ export class Timeline {
     this.painter.draw(ctx, {
       rows: this.rows, scrollTop: this.body.scrollTop, widthPx: width, heightPx: height, dpr,
       view: this.view, theme: this.theme, hovered: this.hovered, selected: this.selected, placeOf: this.placeOf,
+      hiddenScopes: this.hiddenScopes, matches: this.matches?.flags ?? null, ruler: this.ruler,
     });
     // Timings and the window on the element, for benchmarks and tests: draw cost, frame
     // count, first paint, the ns at the time axis's two ends.

@@ -4,6 +4,10 @@
 const MAX_PX_PER_NS = 400;
 /** The window may extend this share of the launch beyond either end. */
 const MARGIN = 0.05;
+/** A span centred on takes at most this share of the width. */
+const FIT_SHARE = 0.8;
+/** A window centred on a span is at most this many times as wide as the span. */
+const CONTEXT = 20;
 
 export class Viewport {
   startNs = 0;
@@ -43,6 +47,18 @@ export class Viewport {
     this.nsPerPx *= factor;
     this.clamp();
     this.startNs = anchor - x * this.nsPerPx;
+    this.clamp();
+  }
+
+  /**
+   * Put `ns` at the centre, keeping the scale unless a span of `spanNs` there would not fit
+   * (zoom out) or would be lost in the window (zoom in to CONTEXT times the span).
+   */
+  centreOn(ns: number, spanNs: number): void {
+    const span = Math.max(spanNs, 1);
+    this.nsPerPx = Math.min(Math.max(this.nsPerPx, span / (FIT_SHARE * this.widthPx)), (CONTEXT * span) / this.widthPx);
+    this.clamp();
+    this.startNs = ns - (this.widthPx / 2) * this.nsPerPx;
     this.clamp();
   }
 

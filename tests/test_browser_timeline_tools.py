@@ -1,0 +1,209 @@
+"""The timeline's tools in Chromium, on a real H200 trace: the legend hides and shows a
+scope, the search counts and jumps to its matches, W/A/S/D zoom and pan as the wheel and a
+drag do, and shift+drag measures time with a ruler."""
+import math
+import re
+
+import pytest
+
+from support.browser import AXIS, GUTTER, HIGHLIGHT, require_browser, rgb
+
+pytestmark = pytest.mark.browser
+
+require_browser()
+pytest.importorskip("altair", reason="HTML reports need altair (pip install altair)")
+
+import gwatch_nb  # noqa: E402
+from conftest import FIXTURES  # noqa: E402
+from gwatch_nb.serializers import scope_colours  # noqa: E402
+
+WHEEL_NOTCH = 0.002  # timeline.ts: a pixel-mode wheel delta of d zooms by exp(d * 0.002)
+KEY_ZOOM, KEY_PAN_SHARE = 1.25, 0.2  # timeline.ts
+UNIT_NS = {"ns": 1, "µs": 1e3, "ms": 1e6, "s": 1e9}
+# What the footer says of a ruler: its duration (4 significant digits), then its ends in exact ns.
+RULER_TEXT = re.compile(r"ruler: ([\d.]+) (ns|µs|ms|s) \(([\d,]+) ns → ([\d,]+) ns\)")
+
+
+@pytest.fixture(scope="module")
+def matmul():
+    return gwatch_nb.load(f"{FIXTURES}/matmul_h200.json")  # 512 warps: its SMs open collapsed
+
+
+@pytest.fixture
+def timeline(session, matmul, tmp_path):
+    path = tmp_path / "matmul.html"
+    matmul.to_html(path)
+    return session.open(path)
+
+
+def _window(timeline):
+    return tuple(float(timeline.get_attribute(a)) for a in ("data-view-start-ns", "data-view-end-ns"))
+
+
+def _act(session, timeline, action):
+    """Do something that redraws, and wait for the frame it asks for."""
+    frames = session.frames(timeline)
+    action()
+    session.wait_for_frame(timeline, frames)
+
+
+def test_legend_hides_a_scope_and_shows_it_again(session, matmul, timeline):
+    names = [str(n) for n in matmul.df.scope.cat.categories]
+    colours = [rgb(c) for c in scope_colours(len(names))]
+    session.page.mouse.move(1, 1)
+    before = session.pixels(timeline)
+    assert all(entry["count"] > 0 for entry in session.scan(timeline, colours))
+
+    item = timeline.query_selector(f".gw-legend-item:has-text('{names[1]}')")
+    _act(session, timeline, item.click)
+    counts = [entry["count"] for entry in session.scan(timeline, colours)]
+    assert counts[1] == 0 and counts[0] > 0 and counts[2] > 0, counts
+    assert item.get_attribute("aria-pressed") == "false" and "gw-legend-off" in item.get_attribute("class")
+
+    _act(session, timeline, item.click)
+    assert item.get_attribute("aria-pressed") == "true"
+    assert session.pixels(timeline) == before
+    session.assert_clean()
+
+
+@pytest.mark.parametrize("query, keep", [
+    ("dot", lambda df: df.scope == "dot"),
+    ("LOA", lambda df: df.scope == "load"),
+    ("sm 12", lambda df: df.sm == 12),
+    ("block 3,2", lambda df: (df.block_x == 3) & (df.block_y == 2) & (df.block_z == 0)),
+    ("store block (5, 1) warp 2", lambda df: (df.scope == "store") & (df.block_x == 5) & (df.block_y == 1)
+                                             & (df.warp == 2)),
+])
+def test_search_counts_its_matches(session, matmul, timeline, query, keep):
+    df = matmul.df[matmul.df.launch == 0]
+    expected = int(keep(df).sum())
+    assert expected > 0
+    box = timeline.query_selector(".gw-search")
+    _act(session, timeline, lambda: box.fill(query))
+    assert timeline.get_attribute("data-matches") == str(expected)
+    assert timeline.query_selector(".gw-search-count").inner_text() == f"{expected:,} match{'' if expected == 1 else 'es'}"
+    session.assert_clean()
+
+
+def test_search_fades_what_it_does_not_match_and_says_what_it_cannot_read(session, matmul, timeline):
+    colours = [rgb(c) for c in scope_colours(3)]
+    session.page.mouse.move(1, 1)
+    box = timeline.query_selector(".gw-search")
+    _act(session, timeline, lambda: box.fill("store"))
+    counts = [entry["count"] for entry in session.scan(timeline, colours)]
+    assert counts[2] > 0 and counts[0] == counts[1] == 0, counts  # load and dot drawn faded, not in their colour
+
+    _act(session, timeline, lambda: box.fill("warp"))
+    assert timeline.query_selector(".gw-search-count").inner_text() == 'warp needs a number, e.g. "warp 3"'
+    assert all(entry["count"] > 0 for entry in session.scan(timeline, colours))  # nothing faded
+    _act(session, timeline, lambda: box.press("Escape"))
+    assert box.input_value() == "" and timeline.query_selector(".gw-search-count").inner_text() == ""
+    session.assert_clean()
+
+
+def test_enter_jumps_to_each_match_in_start_order(session, matmul, timeline):
+    df = matmul.df[matmul.df.launch == 0]
+    matches = df[(df.scope == "dot") & (df.sm == 12)].reset_index().sort_values(["start_ns", "index"])
+    box = timeline.query_selector(".gw-search")
+    _act(session, timeline, lambda: box.fill("dot sm 12"))
+    session.page.mouse.move(1, 1)
+    for k in range(3):
+        _act(session, timeline, lambda: box.press("Enter"))
+        row = matches.iloc[k]
+        assert timeline.query_selector(".gw-search-count").inner_text() == f"{k + 1} of {len(matches)} matches"
+        selected = timeline.query_selector(".gw-selection").inner_text()
+        assert selected.startswith(f"selected: dot · block ({row.block_x}, {row.block_y}, {row.block_z}) "
+                                   f"warp {row.warp} · SM 12 · start "), selected
+        start, end = _window(timeline)
+        assert math.isclose((start + end) / 2, (row.start_ns + row.end_ns) / 2, rel_tol=1e-9, abs_tol=1e-6)
+        assert 1.25 * (row.end_ns - row.start_ns) <= end - start <= 20 * (row.end_ns - row.start_ns) + 1e-6
+        # SM 12 opened: the selected slice's outline is on screen.
+        assert session.scan(timeline, [HIGHLIGHT])[0]["count"] > 0
+    _act(session, timeline, lambda: box.press("Shift+Enter"))
+    assert timeline.query_selector(".gw-search-count").inner_text() == f"2 of {len(matches)} matches"
+    session.assert_clean()
+
+
+def _focus_canvas(session, timeline):
+    """A click on the time axis: focuses the canvas, selects nothing; then the pointer leaves."""
+    box = timeline.query_selector("canvas").bounding_box()
+    _act(session, timeline, lambda: session.page.mouse.click(box["x"] + GUTTER + 50, box["y"] + AXIS / 2))
+    session.page.mouse.move(1, 1)
+    return box
+
+
+def test_w_and_s_zoom_about_the_centre_a_and_d_pan(session, timeline):
+    page = session.page
+    _focus_canvas(session, timeline)
+    whole = _window(timeline)
+
+    _act(session, timeline, lambda: page.keyboard.press("w"))
+    start, end = _window(timeline)
+    assert math.isclose(end - start, (whole[1] - whole[0]) / KEY_ZOOM, rel_tol=1e-9)
+    assert math.isclose(start + end, whole[0] + whole[1], rel_tol=1e-9)
+    _act(session, timeline, lambda: page.keyboard.press("w"))
+    zoomed = _window(timeline)
+
+    _act(session, timeline, lambda: page.keyboard.press("d"))
+    start, end = _window(timeline)
+    shift = KEY_PAN_SHARE * (zoomed[1] - zoomed[0])
+    assert math.isclose(start, zoomed[0] + shift, rel_tol=1e-9) and math.isclose(end - start, zoomed[1] - zoomed[0])
+    _act(session, timeline, lambda: page.keyboard.press("a"))
+    assert all(math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-6) for a, b in zip(_window(timeline), zoomed))
+
+    _act(session, timeline, lambda: page.keyboard.press("s"))
+    _act(session, timeline, lambda: page.keyboard.press("s"))
+    assert all(math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-6) for a, b in zip(_window(timeline), whole))
+    session.assert_clean()
+
+
+def test_w_under_the_pointer_zooms_as_the_wheel_does(session, timeline):
+    page = session.page
+    box = _focus_canvas(session, timeline)
+    x, y = box["x"] + GUTTER + 0.3 * (box["width"] - GUTTER), box["y"] + box["height"] / 2
+    page.mouse.move(x, y)
+    _act(session, timeline, lambda: page.mouse.wheel(0, -math.log(KEY_ZOOM) / WHEEL_NOTCH))
+    by_wheel = _window(timeline)
+    _act(session, timeline, lambda: page.mouse.dblclick(x, y))  # back to the whole launch
+    _act(session, timeline, lambda: page.keyboard.press("w"))
+    assert all(math.isclose(a, b, rel_tol=1e-6, abs_tol=1e-3) for a, b in zip(_window(timeline), by_wheel))
+    session.assert_clean()
+
+
+def test_shift_drag_measures_and_escape_or_a_click_clears(session, timeline):
+    page = session.page
+    box = timeline.query_selector("canvas").bounding_box()
+    window = _window(timeline)
+    ns_per_px = (window[1] - window[0]) / (box["width"] - GUTTER)
+    x0, x1, y = box["x"] + GUTTER + 100, box["x"] + GUTTER + 400, box["y"] + AXIS + 40
+
+    def measure():
+        page.mouse.move(x0, y)
+        page.keyboard.down("Shift")
+        page.mouse.down()
+        page.mouse.move(x1, y, steps=5)
+        page.mouse.up()
+        page.keyboard.up("Shift")
+
+    _act(session, timeline, measure)
+    page.mouse.move(1, 1)
+    expected = (x1 - x0) * ns_per_px
+    assert math.isclose(float(timeline.get_attribute("data-ruler-ns")), expected, rel_tol=1e-6)
+    value, unit, begin, end = RULER_TEXT.fullmatch(timeline.query_selector(".gw-ruler").inner_text()).groups()
+    assert math.isclose(float(value) * UNIT_NS[unit], expected, rel_tol=1e-3)
+    assert abs(int(begin.replace(",", "")) - (window[0] + (x0 - box["x"] - GUTTER) * ns_per_px)) <= 0.5
+    assert abs(int(end.replace(",", "")) - (window[0] + (x1 - box["x"] - GUTTER) * ns_per_px)) <= 0.5
+    assert _window(timeline) == window  # measuring did not pan
+    assert timeline.query_selector(".gw-selection").inner_text() == ""
+    assert session.scan(timeline, [HIGHLIGHT])[0]["count"] > 0  # the band's edges and label
+
+    _act(session, timeline, lambda: page.keyboard.press("Escape"))
+    assert timeline.get_attribute("data-ruler-ns") is None and timeline.query_selector(".gw-ruler").inner_text() == ""
+    assert session.scan(timeline, [HIGHLIGHT])[0]["count"] == 0
+
+    _act(session, timeline, measure)
+    assert timeline.get_attribute("data-ruler-ns") is not None
+    _act(session, timeline, lambda: page.mouse.click(x0, y))
+    assert timeline.get_attribute("data-ruler-ns") is None
+    assert timeline.query_selector(".gw-selection").inner_text() == ""  # the click only cleared
+    session.assert_clean()
