@@ -14,8 +14,9 @@ pytestmark = pytest.mark.gpu
 
 #: A band that catches a broken measurement (sign, units, the wrong launches timed), not the
 #: figure itself: bench/overhead.py (a sleep kernel before each launch, inputs rotated) reads
-#: +3% to +9% on this matmul, fn's own back-to-back launches +13% to +15% (H200, 2026-12-01).
-BENCHMARK_BAND_PCT = (-2.0, 20.0)
+#: +3% to +9% on this matmul; fn's own back-to-back launches read +15.4%, and baseline=30
+#: (one traced launch against 30 replays) +13.4%, +21.1% and +22.3% (H200, 2026-12-01).
+BENCHMARK_BAND_PCT = (-2.0, 35.0)
 
 
 @pytest.fixture(scope="module")
