@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .compare_charts import RUN_COLOURS, all_charts
-from .html import _static, format_ns
-from .serializers import embedded_state, script_json, timeline_payload
+from .html import _static, chart_figures, format_ns
+from .serializers import embedded_state, timeline_payload
 
 if TYPE_CHECKING:
     from .comparison import Comparison
@@ -87,11 +87,7 @@ def write_html(cmp: "Comparison", path, title: str | None = None) -> None:
             '<div class="gw-compare-mount" data-gw-compare="gw-compare-data"></div>',
             f'<script type="application/json" id="gw-compare-data">{timelines_state(cmp)}</script>',
             "<h2>Charts</h2>", '<div class="gw-charts">']
-    for index, (caption, chart) in enumerate(all_charts(cmp)):
-        chart_id = f"gw-compare-chart-{index}"
-        body.append(f'<figure class="gw-chart-figure" aria-label="{html.escape(caption)}">'
-                    f'<div data-gw-chart="{chart_id}"></div></figure>'
-                    f'<script type="application/json" id="{chart_id}">{script_json(chart.to_dict())}</script>')
+    body += chart_figures(all_charts(cmp), "gw-compare-chart")
     body.append("</div>")
     body += ["<h2>Per warp role (warp index in its block)</h2>", _detail_table(cmp.roles, "role"),
              "<h2>Per iteration (seq)</h2>", _detail_table(cmp.iterations, "seq")]

@@ -81,6 +81,17 @@ def _run_facts(trace: Trace) -> str:
     return " · ".join(html.escape(f) for f in facts)
 
 
+def chart_figures(charts, id_prefix: str) -> list[str]:
+    """Each (caption, altair chart) as a figure the report runtime mounts, its spec inline as JSON."""
+    figures = []
+    for index, (caption, chart) in enumerate(charts):
+        chart_id = f"{id_prefix}-{index}"
+        figures.append(f'<figure class="gw-chart-figure" aria-label="{html.escape(caption)}">'
+                       f'<div data-gw-chart="{chart_id}"></div></figure>'
+                       f'<script type="application/json" id="{chart_id}">{script_json(chart.to_dict())}</script>')
+    return figures
+
+
 def _run(trace: Trace, section: int, run: int, runs: int) -> str:
     key = f"{section}-{run}"
     parts = [f'<article class="gw-run" id="run-{key}">']
@@ -99,11 +110,7 @@ def _run(trace: Trace, section: int, run: int, runs: int) -> str:
     for launch, part in enumerate(each):
         picked = f' data-gw-launch="{launch}"' + (" hidden" if launch else "") if len(each) > 1 else ""
         parts.append(f'<div class="gw-charts"{picked}>')
-        for index, (caption, chart) in enumerate(all_charts(part)):
-            chart_id = f"gw-chart-{key}-{launch}-{index}"
-            parts.append(f'<figure class="gw-chart-figure" aria-label="{html.escape(caption)}">'
-                         f'<div data-gw-chart="{chart_id}"></div></figure>'
-                         f'<script type="application/json" id="{chart_id}">{script_json(chart.to_dict())}</script>')
+        parts += chart_figures(all_charts(part), f"gw-chart-{key}-{launch}")
         parts.append("</div>")
     parts.append("<h4>Scope statistics</h4>")
     parts.append(_stats_table(trace))
