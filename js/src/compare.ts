@@ -5,7 +5,7 @@ import { buildLanes, layoutRows, type Row } from "./lanes";
 import { AXIS_HEIGHT, GUTTER_WIDTH, Painter, type Theme } from "./painter";
 import { decodePayload, type Payload, type TimelineData } from "./payload";
 import { formatTime } from "./timefmt";
-import { Viewport } from "./viewport";
+import { applyWheel, Viewport } from "./viewport";
 
 /** One run as Python sends it (gwatch_nb/compare_html.py, compare_widget.py). */
 export interface CompareRun {
@@ -130,9 +130,7 @@ export class CompareTimelines {
         const { x } = at(event);
         if (x < GUTTER_WIDTH) return; // over the labels the wheel scrolls the rows
         event.preventDefault();
-        const unit = event.deltaMode === 1 ? 0.05 : event.deltaMode === 2 ? 1 : 0.002;
-        if (Math.abs(event.deltaX) > Math.abs(event.deltaY)) this.view.panBy(-event.deltaX);
-        else this.view.zoomAt(x - GUTTER_WIDTH, Math.exp(event.deltaY * unit));
+        applyWheel(this.view, event, x - GUTTER_WIDTH);
         this.requestDraw();
       }, { passive: false, signal });
       canvas.addEventListener("pointerdown", (event) => {

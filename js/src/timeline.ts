@@ -7,7 +7,7 @@ import { AXIS_HEIGHT, GUTTER_WIDTH, Painter, type Theme } from "./painter";
 import { decodePayload, type Payload, type TimelineData } from "./payload";
 import { findMatches, parseQuery } from "./search";
 import { formatExactNs, formatTime } from "./timefmt";
-import { Viewport } from "./viewport";
+import { applyWheel, Viewport } from "./viewport";
 
 /** What the timeline needs of an anywidget model (the report page supplies its own). */
 export interface WidgetModel {
@@ -445,9 +445,7 @@ export class Timeline {
       const { x } = at(event);
       if (x < GUTTER_WIDTH) return; // over the labels the wheel scrolls the rows
       event.preventDefault();
-      const unit = event.deltaMode === 1 ? 0.05 : event.deltaMode === 2 ? 1 : 0.002;
-      if (Math.abs(event.deltaX) > Math.abs(event.deltaY)) this.view.panBy(-event.deltaX);
-      else this.view.zoomAt(x - GUTTER_WIDTH, Math.exp(event.deltaY * unit));
+      applyWheel(this.view, event, x - GUTTER_WIDTH);
       this.hideTooltip();
       this.requestDraw();
     }, { passive: false, signal });
