@@ -100,11 +100,11 @@ class _HookTimer:
         return [start.elapsed_time(end) * 1e3 for start, end in self.pairs]
 
 
-def _traced(call, inputs, iters, pattern, capacity, scopes=None):
-    from gwatch_nb.cuda.session import TraceSession
+def _traced(call, inputs, iters, pattern, capacity, scopes=None, tier="ptx", auto=False):
+    from gwatch_nb import tiers
     from gwatch_nb.options import TraceOptions
     import torch
-    session = TraceSession(TraceOptions(pattern, "ptx", capacity, scopes=scopes))
+    session = tiers.open_session(TraceOptions(pattern, tier, capacity, scopes=scopes, auto=auto))
     session.start()
     try:
         for i in range(iters):
@@ -115,6 +115,8 @@ def _traced(call, inputs, iters, pattern, capacity, scopes=None):
         session.stop()
         collect_s = time.perf_counter() - began
     records = session.records()
+    if not records:
+        raise RuntimeError("; ".join(p.message for p in session.problems()) or "nothing was traced")
     return {
         "times": [r.info["kernel_ms"] * 1e3 for r in records],
         "events": records[0].events_recorded, "dropped": records[0].events_dropped,
@@ -147,7 +149,7 @@ def worker_gwatch(names, rounds, iters, subsets):
     for name in names:
         began = time.perf_counter()
         case = cases[name]
-        marked = importlib.import_module(case["module"])
+        marked = importlib.import_module("examples." + case["module"])
         plain = without_markers(case["module"])
         inputs = [case["inputs"]() for _ in range(3)]
         plain_call = lambda *a: case["call"](plain, *a)  # noqa: E731
@@ -155,8 +157,11 @@ def worker_gwatch(names, rounds, iters, subsets):
         same = torch.equal(plain_call(*inputs[0]), marked_call(*inputs[0]))
         _event_times(plain_call, inputs, 3)
         _event_times(marked_call, inputs, 3)
-        # gwatch-nb with every scope traced, then with each subset of them asked for.
-        traced_variants = {"gwatch": None, **{_subset_label(s): s for s in subsets.get(name, [])}}
+        # gwatch-nb with every scope traced (ptx tier, sass tier, and the sass tier's automatic
+        # sites on the kernel without markers), then with each subset of them asked for.
+        traced_variants = {"gwatch": (marked_call, None, "ptx", False), "sass": (marked_call, None, "sass", False),
+                           "sass-auto": (plain_call, None, "sass", True),
+                           **{_subset_label(s): (marked_call, s, "ptx", False) for s in subsets.get(name, [])}}
         samples = {"plain": [], "idle": [], **{label: [] for label in traced_variants}}
         figures = {}  # each traced variant's figures from its last round
         # Host time of each round's first traced launch: instrumenting it, then reusing it.
@@ -164,13 +169,22 @@ def worker_gwatch(names, rounds, iters, subsets):
         for _ in range(rounds):
             samples["plain"] += _event_times(plain_call, inputs, iters)
             samples["idle"] += _event_times(marked_call, inputs, iters)
-            for label, scopes in traced_variants.items():
-                figures[label] = _traced(marked_call, inputs, max(4, iters // 2), case["pattern"], case["capacity"],
-                                         scopes)
+            for label, (call, scopes, tier, auto) in traced_variants.items():
+                if label not in samples:  # it failed in an earlier round
+                    continue
+                try:
+                    figures[label] = _traced(call, inputs, max(4, iters // 2), case["pattern"],
+                                             case["capacity"] * (4 if auto else 1), scopes, tier, auto)
+                except Exception as error:  # a variant that cannot trace this case is reported, not fatal
+                    print(json.dumps({"case": name, "variant": label, "error": f"{type(error).__name__}: {error}"}),
+                          flush=True)
+                    figures.pop(label, None)
+                    samples.pop(label, None)
+                    continue
                 samples[label] += figures[label].pop("times")
                 first_launch_ms[label].append(figures[label].pop("first_host_ms"))
         print(f"{name}: measured in {time.perf_counter() - began:.0f} s", file=sys.stderr, flush=True)
-        for variant, times in samples.items():
+        for variant, times in list(samples.items()):
             row = {"case": name, "variant": variant, "times": times, "same_output": same}
             if variant in figures:
                 first = first_launch_ms[variant]
@@ -190,7 +204,7 @@ def worker_diagnose(names, rounds, iters):
     variants = {"as-built": lambda ptx: ptx, **DIAGNOSTIC_EDITS}
     for name in names:
         case = cases[name]
-        marked = importlib.import_module(case["module"])
+        marked = importlib.import_module("examples." + case["module"])
         inputs = [case["inputs"]() for _ in range(3)]
         call = lambda *a: case["call"](marked, *a)  # noqa: E731
         times, registers = {label: [] for label in variants}, {}
@@ -224,7 +238,7 @@ def worker_proton(names, iters, out_dir):
     for name in names:
         case = cases[name]
         module = with_proton_scopes(case["module"], case["scopes"])
-        importlib.import_module(case["module"])
+        importlib.import_module("examples." + case["module"])
         inputs = [case["inputs"]() for _ in range(3)]
         call = lambda *a: case["call"](module, *a)  # noqa: E731
         path = os.path.join(out_dir, f"proton-{name}")

@@ -53,13 +53,18 @@ def _describe_launched(launched: Mapping[str, int]) -> str:
 def do_trace(fn: Callable[[], object], kernel_name_pattern: str, dsl: str = "triton",
              scope_name_map: Mapping[int, str] | None = None, instrumentation_tier: str = "ptx",
              capacity: int | None = None, launches="all", scopes: Iterable[int | str] | None = None, *,
-             warmup: int = 0, rep: int = 1, dump_path=None, configs: bool = False, baseline: int = 0):
+             warmup: int = 0, rep: int = 1, dump_path=None, configs: bool = False, baseline: int = 0,
+             auto: bool = False):
     """Run ``fn()`` and trace every launch of a kernel whose name matches
     ``kernel_name_pattern`` (``re.search``).
 
-    ``instrumentation_tier``: ``"ptx"`` traces on the GPU; ``"interpreter"`` records host
-    time under ``TRITON_INTERPRET=1`` (no GPU needed); ``"auto"`` is the GPU when there is
-    one, else the interpreter. ``capacity``: events per warp (default: sized from free
+    ``instrumentation_tier``: ``"ptx"`` traces on the GPU with readings in the PTX;
+    ``"sass"`` (sm_90) splices the readings into the compiled kernel itself, so the
+    kernel runs as it does untraced plus the readings (``trace.sites`` says where each
+    went); ``"interpreter"`` records host time under ``TRITON_INTERPRET=1`` (no GPU
+    needed); ``"auto"`` is the GPU when there is one, else the interpreter. ``auto=True``
+    (sass tier) also traces the automatic sites: the kernel, every loop's iterations and
+    every blocking wait, for kernels with no markers at all. ``capacity``: events per warp (default: sized from free
     GPU memory). ``launches``: ``"all"``, ``"first"`` or N. ``scopes``: record only these
     scopes (ids, or names from ``scope_name_map``); the other markers stay idle and cost
     nothing, so the kernel runs closer to its own speed. ``warmup``: runs of ``fn``
@@ -86,7 +91,7 @@ def do_trace(fn: Callable[[], object], kernel_name_pattern: str, dsl: str = "tri
     _check_dsl(dsl)
     warmup, rep = _runs("warmup", warmup, 0), _runs("rep", rep, 1)
     options = TraceOptions(kernel_name_pattern, instrumentation_tier, capacity, launches,
-                           chosen_scopes(scopes, scope_name_map), configs, baseline)
+                           chosen_scopes(scopes, scope_name_map), configs, baseline, auto)
     for _ in range(warmup):
         fn()
     session = start(options)
@@ -132,7 +137,8 @@ def finish(session: tiers.TracingSession, scope_name_map: Mapping[int, str] | No
                                     f"{_describe_launched(session.launched)}{hint}")
     meta = _meta(session)
     meta["problems"] = [dataclasses.asdict(p) for p in problems]
-    return Trace(records, scope_name_map, meta)
+    names = {int(k): v for k, v in meta.get("scope_names", {}).items()}  # the automatic sites' scopes
+    return Trace(records, {**names, **(scope_name_map or {})}, meta)
 
 
 def sweep_comparison(trace: Trace):

@@ -31,6 +31,10 @@ class TraceFailedError(GwatchError):
         self.kind = kind
 
 
+class UnsupportedGpuError(GwatchError):
+    """A tier cannot trace on this GPU; names what it supports."""
+
+
 class UnsupportedTritonError(GwatchError):
     """This Triton lacks what a tier needs; names the version and what to install."""
 

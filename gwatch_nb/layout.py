@@ -76,3 +76,61 @@ def buffer_bytes(records: int, num_slots: int) -> int:
 
 def make_tag(scope_id: int, is_end: bool) -> int:
     return (scope_id << TAG_ID_SHIFT) | (TAG_END_BIT if is_end else 0)
+
+
+class PtxBuffers:
+    """How the ptx tier's kernels lay out and fill a launch's buffer."""
+    tier = "ptx"
+    #: Whether every slot must lie inside one 4 GiB window (the probes add to a low word).
+    one_window = False
+
+    @staticmethod
+    def slot_records(capacity: int, min_record_events: int) -> int:
+        return slot_records(capacity, min_record_events)
+
+    @staticmethod
+    def arguments(pointer: int, capacity: int, records: int) -> tuple[int, int, int]:
+        """The values of the parameters the rewriter appends: buffer, capacity, records per slot."""
+        return pointer, capacity, records
+
+    @staticmethod
+    def host_headers(headers: np.ndarray, pointer: int, capacity: int, records: int) -> np.ndarray:
+        """The slot headers in the form records.from_device reads (these already are)."""
+        return headers
+
+
+class SassBuffers:
+    """How the sass tier's probes lay out and fill a launch's buffer (native/gwatch_format.h)."""
+    tier = "sass"
+    one_window = True
+    OVERFLOW_ROWS = FORMAT["SASS_OVERFLOW_ROWS"]
+
+    @classmethod
+    def slot_records(cls, capacity: int, min_record_events: int) -> int:
+        return slot_records(capacity, min_record_events) + cls.OVERFLOW_ROWS
+
+    @staticmethod
+    def arguments(pointer: int, capacity: int, records: int) -> tuple[int, int, int]:
+        """The three parameters the tier appends: slot 0's address, bytes per slot, capacity."""
+        return pointer + GLOBAL_HEADER_BYTES, slot_bytes(records), capacity
+
+    @classmethod
+    def host_headers(cls, headers: np.ndarray, pointer: int, capacity: int, records: int) -> np.ndarray:
+        """Headers with the events tried (capacity less the room left) and the records written
+        (up to the next record's address) in place of the room and that address; raises
+        ValueError where the address is not inside the warp's own rows (a corrupt slot)."""
+        out = np.array(headers, np.uint8, copy=True)
+        view = out.view(SLOT_HEADER_DTYPE).reshape(-1)
+        tried = capacity - view["events"].view(np.int32).astype(np.int64)
+        first = pointer + GLOBAL_HEADER_BYTES + np.arange(len(view), dtype=np.int64) * slot_bytes(records)
+        offset = (view["records"].astype(np.int64) - first) & 0xFFFFFFFF
+        written = (view["magic"] == WARP_MAGIC) & (view["gt_exit"] != 0)
+        bad = written & ((tried < 0) | (offset % RECORD_BYTES != 0) | (offset // RECORD_BYTES > records - cls.OVERFLOW_ROWS))
+        if bad.any():
+            raise ValueError(f"warp slot {int(np.flatnonzero(bad)[0])}: its next record is not inside its own rows")
+        view["events"] = np.where(written, tried, 0).astype(np.uint32)
+        view["records"] = np.where(written, offset // RECORD_BYTES, 0).astype(np.uint32)
+        return out
+
+
+PTX_BUFFERS, SASS_BUFFERS = PtxBuffers(), SassBuffers()

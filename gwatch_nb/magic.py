@@ -31,7 +31,7 @@ from .trace import Trace
 
 #: The magic's flag for each option of TraceOptions and do_trace.
 FLAGS = {"kernel_name_pattern": "-k", "capacity": "-c", "launches": "-l", "scopes": "-s",
-         "instrumentation_tier": "-t", "configs": "--configs", "baseline": "--baseline"}
+         "instrumentation_tier": "-t", "configs": "--configs", "baseline": "--baseline", "auto": "--auto"}
 #: Names the magic sets in the user's namespace.
 TRACE_VARIABLE, WIDGET_VARIABLE = "_gwatch", "_gwatch_widget"
 
@@ -97,7 +97,10 @@ class GwatchMagics(Magics):
               "(the others cost nothing)")
     @argument("-l", "--launches", default="all", help="which matching launches to trace: first, all, or N")
     @argument("-t", "--tier", default="auto", choices=list(tier_choices()),
-              help="ptx: on the GPU; interpreter: host time under TRITON_INTERPRET=1; auto: the GPU if there is one")
+              help="ptx: on the GPU, readings in the PTX; sass: readings spliced into the compiled kernel (sm_90); "
+              "interpreter: host time under TRITON_INTERPRET=1; auto: the GPU if there is one")
+    @argument("--auto", action="store_true", help="sass tier: also trace the automatic sites (the kernel, every "
+              "loop's iterations, every blocking wait), for kernels with no markers")
     @argument("--configs", action="store_true", help="an autotuned kernel: trace one launch of each config the "
               "autotuner tries (it benchmarks again) and show the comparison across them, the chosen one marked")
     @argument("--baseline", type=int, default=0, help="replay the first traced launch N times untraced to measure "
@@ -118,7 +121,7 @@ class GwatchMagics(Magics):
             scopes = None if args.scopes is None else chosen_scopes(
                 [part for part in args.scopes.split(",") if part.strip()], names)
             options = TraceOptions(args.kernel, args.tier, args.capacity, args.launches, scopes, args.configs,
-                                   args.baseline, on_instrument=progress.instrumenting)
+                                   args.baseline, args.auto, on_instrument=progress.instrumenting)
             session = api.start(options)
         except OptionError as error:
             typed = {"scopes": args.scopes, "launches": args.launches, "kernel_name_pattern": args.kernel}

@@ -43,8 +43,9 @@ class TraceOptions:
     tries (autotune.py) instead of the user's own launch. ``baseline``: replay the first
     traced launch of each kernel this many times untraced, to time what tracing cost
     (only for kernels whose launches may be repeated: they must not write their inputs).
-    ``on_instrument``: told a kernel's name before it is instrumented (the first time
-    can take a second)."""
+    ``auto``: on the sass tier, also trace the automatic sites (kernel, loops, waits;
+    docs/sass/sites.md), with or without markers. ``on_instrument``: told a kernel's name
+    before it is instrumented (the first time can take a second)."""
     kernel_name_pattern: str
     tier: str = "auto"
     capacity: int | None = None
@@ -52,6 +53,7 @@ class TraceOptions:
     scopes: frozenset[int] | None = None
     configs: bool = False
     baseline: int = 0
+    auto: bool = False
     on_instrument: Callable[[str], None] | None = field(default=None, compare=False)
     pattern: re.Pattern = field(init=False, repr=False, compare=False)
     max_launches: int | None = field(init=False, repr=False, compare=False)
@@ -76,5 +78,10 @@ class TraceOptions:
             raise OptionError("configs", self.configs, "must be True or False")
         if isinstance(self.baseline, bool) or not isinstance(self.baseline, int) or self.baseline < 0:
             raise OptionError("baseline", self.baseline, "must be a whole number of untraced replays (0: none)")
+        if not isinstance(self.auto, bool):
+            raise OptionError("auto", self.auto, "must be True or False")
+        if self.auto and self.tier not in ("sass", "auto"):
+            raise OptionError("auto", self.auto, f"needs instrumentation_tier='sass' (automatic sites are read off the "
+                                                 f"compiled kernel); this trace asks for {self.tier!r}")
         object.__setattr__(self, "pattern", pattern)
         object.__setattr__(self, "max_launches", _max_launches(self.launches))

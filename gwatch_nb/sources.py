@@ -1,4 +1,4 @@
-"""Where a launched kernel's PTX comes from.
+"""Where a launched kernel's PTX (and cubin) comes from.
 
 A launch names only its CUfunction handle. For a Triton kernel the PTX and compile
 options live either in the files Triton's load hook names (kernels loaded while a trace
@@ -20,6 +20,8 @@ class KernelSource:
     ptx: str
     metadata: dict  # Triton's compile metadata (target, num_warps, enable_fp_fusion, ...)
     origin: str     # "load-hook" or "compiled-kernel"
+    cubin: bytes | None = field(default=None, repr=False)  # the cubin Triton loaded (the sass tier's input)
+    function: object = field(default=None, repr=False, compare=False)  # the @triton.jit function, where known
     digest: str = field(init=False)  # sha256 of the PTX, computed once
 
     def __post_init__(self):
@@ -69,6 +71,7 @@ class TritonSources:
     @staticmethod
     def _from_files(name: str, group: dict) -> KernelSource | None:
         ptx_path = next((p for f, p in group.items() if f.endswith(".ptx")), None)
+        cubin_path = next((p for f, p in group.items() if f.endswith(".cubin")), None)
         json_path = next((p for f, p in group.items() if f.endswith(".json") and not f.startswith("__grp__")),
                          None)
         if ptx_path is None or not os.path.exists(ptx_path):
@@ -79,7 +82,11 @@ class TritonSources:
         if json_path and os.path.exists(json_path):
             with open(json_path) as f:
                 metadata = json.load(f)
-        return KernelSource(name, ptx, triton_compat.metadata_dict(metadata), "load-hook")
+        cubin = None
+        if cubin_path and os.path.exists(cubin_path):
+            with open(cubin_path, "rb") as f:
+                cubin = f.read()
+        return KernelSource(name, ptx, triton_compat.metadata_dict(metadata), "load-hook", cubin)
 
     @staticmethod
     def _from_compiled_kernels(handle: int) -> KernelSource | None:
@@ -96,4 +103,6 @@ def _scan_compiled_kernels() -> None:
         del _scanned[handle]
     for obj, handle, name, ptx, metadata in triton_compat.compiled_kernels():
         if handle not in _scanned:
-            _scanned[handle] = (weakref.ref(obj), KernelSource(name, ptx, metadata, "compiled-kernel"))
+            _scanned[handle] = (weakref.ref(obj), KernelSource(name, ptx, metadata, "compiled-kernel",
+                                                               triton_compat.compiled_cubin(obj),
+                                                               triton_compat.jit_function(obj)))

@@ -1,8 +1,10 @@
 """The tracing tiers, and the one protocol each tier's session implements.
 
 A tier is a way of making the markers of matching kernels record: ``ptx`` swaps the
-matching launches for instrumented copies on the GPU (cuda/session.py); ``interpreter``
-records host time under TRITON_INTERPRET=1 (interpreter.py). A new tier is a class
+matching launches for copies instrumented in their PTX (cuda/session.py); ``sass`` swaps
+them for the very cubin Triton loaded with clock readings spliced into its scheduled code
+(cuda/sass_session.py); ``interpreter`` records host time under TRITON_INTERPRET=1
+(interpreter.py). A new tier is a class
 implementing ``TracingSession`` and one entry in ``TIERS``; ``do_trace`` and
 ``%%gwatch`` know tiers only through this module."""
 from __future__ import annotations
@@ -29,6 +31,7 @@ PROBLEM_KINDS = {
     "graph_capture": "launched during CUDA graph capture; it runs unmodified in the graph",
     "extra_params": "launched with packed 'extra' parameters; not traced",
     "ptx_not_found": "matched, but its PTX was not found (only Triton kernels can be traced)",
+    "cubin_not_found": "matched, but the cubin Triton loaded was not found (the sass tier needs it)",
     "rewrite_failed": "the rewriter could not instrument its PTX",
     "ptxas_failed": "ptxas rejected the instrumented PTX",
     "load_failed": "the driver could not load the instrumented kernel",
@@ -83,6 +86,11 @@ def _ptx(options: TraceOptions) -> TracingSession:
     return TraceSession(options)
 
 
+def _sass(options: TraceOptions) -> TracingSession:
+    from .cuda.sass_session import SassTraceSession
+    return SassTraceSession(options)
+
+
 def _interpreter(options: TraceOptions) -> TracingSession:
     from .interpreter import InterpreterRecorder
     return InterpreterRecorder(options)
@@ -90,6 +98,7 @@ def _interpreter(options: TraceOptions) -> TracingSession:
 
 TIERS = {
     "ptx": Tier("ptx", _ptx),
+    "sass": Tier("sass", _sass),
     "interpreter": Tier("interpreter", _interpreter,
                         " (on the interpreter tier, set TRITON_INTERPRET=1 before the kernels are defined)"),
 }

@@ -17,6 +17,8 @@ if TYPE_CHECKING:
 #: Trace.meta["tier"] values and what their times mean.
 TIME_SOURCES = {
     "ptx": "GPU: SM clock cycles, mapped per warp to %globaltimer nanoseconds",
+    "sass": "GPU: SM clock cycles read by probes in the compiled kernel (after ptxas), each just before the "
+            "instruction its site names, mapped per warp to %globaltimer nanoseconds",
     "interpreter": "interpreter host time (TRITON_INTERPRET=1): host nanoseconds per program instance, "
                    "not GPU time",
 }
@@ -171,6 +173,19 @@ class Trace:
             "start_cycle": iv.start_cycle.astype(np.int64), "end_cycle": iv.end_cycle.astype(np.int64),
             "depth": iv.depth.astype(np.int64), "seq": iv.seq.astype(np.int64),
         }
+
+    @property
+    def sites(self) -> "pd.DataFrame":
+        """On the sass tier, one row per clock reading the probes took: its kernel, site number,
+        scope, kind (start/end), pair, origin ("marker" or an automatic site's kind), the
+        instruction index it was read before, where its stores went, the scope's instructions
+        and how many of the neighbouring scopes' ptxas interleaved with them (docs/sass/sites.md
+        defines every column). Empty on the other tiers."""
+        import pandas as pd
+        sites = pd.DataFrame(self.meta.get("sites") or {})
+        if len(sites) and "scope" in sites:
+            sites.insert(3, "name", [self.scope_name(s) for s in sites["scope"]])
+        return sites
 
     @functools.cached_property
     def warps(self) -> "pd.DataFrame":

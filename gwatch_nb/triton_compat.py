@@ -15,8 +15,9 @@ wheels (what each lacks is said below and handled here):
   load hook: kernels loaded during a trace are found by the compiled-kernel scan.
 - **CompiledKernel scans** (``compiled_kernels``, ``loaded_handle``):
   ``triton.compiler.compiler.CompiledKernel`` objects hold ``function`` (the CUfunction
-  handle once loaded, else None), ``name``, ``asm["ptx"]`` and ``metadata`` (a
-  namedtuple whose ``target`` is a ``GPUTarget``) (3.4–3.9).
+  handle once loaded, else None), ``name``, ``asm["ptx"]``, ``asm["cubin"]``, ``src.fn``
+  (the JITFunction, ``compiled_cubin``, ``jit_function``) and ``metadata`` (a namedtuple
+  whose ``target`` is a ``GPUTarget``) (3.4–3.9).
 - **Interpreter hooks** (``interpreted_kernels``, ``add_pre_run_hook``,
   ``remove_pre_run_hook``, ``program_position``): ``InterpretedFunction.add_pre_run_hook``
   and its ``pre_run_hooks`` list (3.6–3.9; 3.4 and 3.5 have none, and the interpreter
@@ -142,6 +143,17 @@ def compiled_kernels() -> Iterator[tuple[object, int, str, str, dict]]:
         ptx = obj.asm.get("ptx") if hasattr(obj.asm, "get") else None
         if handle and ptx is not None:
             yield obj, int(handle), obj.name, ptx, metadata_dict(obj.metadata)
+
+
+def compiled_cubin(obj) -> bytes | None:
+    """The cubin a CompiledKernel loaded (``asm["cubin"]``, 3.4-3.9)."""
+    cubin = obj.asm.get("cubin") if hasattr(obj.asm, "get") else None
+    return bytes(cubin) if cubin is not None else None
+
+
+def jit_function(obj):
+    """The @triton.jit function a CompiledKernel was compiled from (``src.fn``), or None."""
+    return getattr(getattr(obj, "src", None), "fn", None)
 
 
 def loaded_handle(obj) -> int | None:

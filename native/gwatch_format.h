@@ -65,6 +65,19 @@
 #define GWATCH_CAPACITY_PARAM "__gwatch_trace_capacity"         /* .u32: events per warp the host keeps */
 #define GWATCH_SLOT_RECORDS_PARAM "__gwatch_trace_slot_records" /* .u32: records per warp slot */
 
+/* The sass tier (gwatch_nb/sass/probes.py) writes the same buffer from probes spliced into
+ * the compiled kernel, with these differences. Its kernels take three parameters after their
+ * own: the address of slot 0 (u64), the slot's bytes (u32) and the capacity (u32). A record
+ * holds the readings of up to READINGS_PER_RECORD sites of one basic block and its first
+ * site, like the ptx tier's; it gets a row of its own when fewer than capacity events came
+ * before it, and past that overwrites the slot's last SASS_OVERFLOW_ROWS rows, which the host
+ * never reads. At exit a warp writes, in place of the events and records fields, the room it
+ * had left (i32: capacity minus the events it tried; below zero when some were dropped) and
+ * the low word of its next record's address (the records it wrote end there). */
+#define GWATCH_SASS_OVERFLOW_ROWS 1
+#define GWATCH_SASS_SH_ROOM GWATCH_SH_EVENTS
+#define GWATCH_SASS_SH_NEXT GWATCH_SH_RECORDS
+
 /* The rewriter writes some fields with one vector store each (ptx_rewrite.c, the
  * prologue and a record): the fields each store covers must stay adjacent and aligned. */
 _Static_assert(GWATCH_SH_CK_ENTRY == GWATCH_SH_GT_ENTRY + 8 && GWATCH_SH_GT_ENTRY % 16 == 0,

@@ -219,6 +219,9 @@ static PyObject *format_constants(void) {
     ADD(REC_SITE)
     ADD(MAX_SCOPE_ID)
     ADD(GROUP_MAX_EVENTS)
+    ADD(SASS_OVERFLOW_ROWS)
+    ADD(SASS_SH_ROOM)
+    ADD(SASS_SH_NEXT)
 #undef ADD
     const char *names[][2] = {{"MARKER_START", GWATCH_MARKER_START},
                                {"MARKER_END", GWATCH_MARKER_END},

@@ -61,8 +61,28 @@ def comparison_fixtures(out_dir: str) -> None:
     print(f"{os.path.basename(path)}: {len(SWEEP)} configurations, {os.path.getsize(path) / 1e6:.2f} MB")
 
 
-def main(out_dir: str, comparisons_only: bool = False) -> None:
+def sass_fixtures(out_dir: str) -> None:
+    """The sass tier's traces: attention_sass_h200.json (the example attention's markers, on the
+    inputs attention_h200.json traced on the ptx tier, so the two tiers compare) and
+    attention_sass_auto_h200.json (its automatic sites as well)."""
+    torch.manual_seed(0)
+    torch.randn(1024, 1024, device="cuda", dtype=torch.float16)  # the draws main() makes before q, k, v
+    torch.randn(1024, 1024, device="cuda", dtype=torch.float16)
+    q, k, v = (torch.randn(1, 4, 1024, 64, device="cuda", dtype=torch.float16) for _ in range(3))
+    for name, auto in (("attention_sass_h200.json", False), ("attention_sass_auto_h200.json", True)):
+        trace = _traced(lambda: attention.attention(q, k, v), r"attn_fwd", attention.SCOPES,
+                        instrumentation_tier="sass", auto=auto)
+        path = os.path.join(out_dir, name)
+        trace.save(path)
+        print(f"{name}: {len(trace.df)} instances, {trace.events_recorded} events, {trace.events_dropped} dropped, "
+              f"{len(trace.sites)} readings, {os.path.getsize(path) / 1e6:.2f} MB")
+
+
+def main(out_dir: str, comparisons_only: bool = False, sass_only: bool = False) -> None:
     os.makedirs(out_dir, exist_ok=True)
+    if sass_only:
+        sass_fixtures(out_dir)
+        return
     torch.manual_seed(0)
     if comparisons_only:  # leave the other fixtures, whose exact figures tests check, as they are
         comparison_fixtures(out_dir)
@@ -92,6 +112,7 @@ def main(out_dir: str, comparisons_only: bool = False) -> None:
         print(f"{name}: {len(trace.df)} instances, {trace.events_recorded} events, "
               f"{trace.events_dropped} dropped, {os.path.getsize(path) / 1e6:.2f} MB")
     comparison_fixtures(out_dir)
+    sass_fixtures(out_dir)
 
 
 if __name__ == "__main__":
@@ -99,5 +120,6 @@ if __name__ == "__main__":
     parser.add_argument("out_dir")
     parser.add_argument("--comparisons-only", action="store_true",
                         help="only the comparison fixtures (attention at two BLOCK_N, the configuration sweep)")
+    parser.add_argument("--sass-only", action="store_true", help="only the sass tier's fixtures")
     arguments = parser.parse_args()
-    main(arguments.out_dir, arguments.comparisons_only)
+    main(arguments.out_dir, arguments.comparisons_only, arguments.sass_only)

@@ -4,6 +4,8 @@ so small that most events overflow. Run on a GPU machine:
     compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 3 python tests/sanitizer_check.py
     compute-sanitizer --tool racecheck --error-exitcode 3 python tests/sanitizer_check.py --quick
 
+and with `--tier sass` for the sass tier's copies (markers and automatic sites).
+
 CUPTI refuses subscribers while a sanitizer is attached (it is such a tool), so this
 launches each instrumented copy directly: the arguments Triton passed to the original
 (read from Triton's own record of which arguments it kept), then the trace buffer, the
@@ -30,6 +32,7 @@ from cuda.bindings import driver as cu  # noqa: E402
 from gwatch_nb import layout  # noqa: E402
 from gwatch_nb.cuda import driver  # noqa: E402
 from gwatch_nb.cuda.instrumented import instrument_kernel  # noqa: E402
+from gwatch_nb.cuda.sass_session import sass_kernel  # noqa: E402
 from gwatch_nb.cuda.session import PendingLaunch, TraceSession, new_buffer  # noqa: E402
 from gwatch_nb.sources import KernelSource  # noqa: E402
 from gwatch_nb.triton_compat import metadata_dict  # noqa: E402
@@ -49,20 +52,25 @@ def _value(argument, kind: str):
     return CTYPES[kind](argument)
 
 
-def direct_launch(compiled, grid, arguments, capacity, expected_per_warp):
-    """Launch the instrumented copy of a launched Triton kernel with the same arguments."""
-    source = KernelSource(compiled.name, compiled.asm["ptx"], metadata_dict(compiled.metadata), "compiled-kernel")
+def direct_launch(compiled, grid, arguments, capacity, expected_per_warp, tier="ptx"):
+    """Launch the instrumented copy (of `tier`) of a launched Triton kernel with the same arguments."""
+    source = KernelSource(compiled.name, compiled.asm["ptx"], metadata_dict(compiled.metadata), "compiled-kernel",
+                          compiled.asm["cubin"], compiled.src.fn)
     context = int(driver.check(cu.cuCtxGetCurrent(), "cuCtxGetCurrent"))
-    kernel = instrument_kernel(context, compiled.function, source)
+    if tier == "sass":
+        kernel = sass_kernel(context, compiled.function, source, None, True)
+    else:
+        kernel = instrument_kernel(context, compiled.function, source)
     kept = [a for i, a in enumerate(arguments) if (i,) not in compiled.src.constants]
     types = _param_types(source.ptx, compiled.name)
     kept += [0] * (len(types) - len(kept))  # Triton's scratch pointers: these kernels need none
     threads = compiled.metadata.num_warps * 32
     num_slots = int(np.prod(grid)) * compiled.metadata.num_warps
-    slot_records = layout.slot_records(capacity, kernel.table.min_record_events)
-    pointer = new_buffer(capacity, slot_records, num_slots, 0)
+    slot_records = kernel.buffer.slot_records(capacity, kernel.table.min_record_events)
+    pointer = new_buffer(capacity, slot_records, num_slots, 0, kernel.buffer.one_window)
     launch = PendingLaunch(compiled.name, tuple(grid), (threads, 1, 1), capacity, slot_records, num_slots,
-                           kernel.table, pointer, layout.buffer_bytes(slot_records, num_slots), context, 0, {})
+                           kernel.table, pointer, layout.buffer_bytes(slot_records, num_slots), context, 0, {},
+                           buffer=kernel.buffer)
     values = [_value(a, t) for a, t in zip(kept, types)] + list(launch.trace_arguments())
     params = (ctypes.c_void_p * len(values))(*[ctypes.addressof(v) for v in values])
     driver.check(cu.cuLaunchKernel(kernel.function, *grid, threads, 1, 1, compiled.metadata.shared,
@@ -71,6 +79,8 @@ def direct_launch(compiled, grid, arguments, capacity, expected_per_warp):
     records = TraceSession.collect(launch)
     driver.free(pointer)
     attempted = records.warps["n_events"].astype(np.int64) + records.warps["n_dropped"]
+    if expected_per_warp is None:  # the sass tier: what the kernel attempted at its natural capacity
+        expected_per_warp = attempted
     assert (attempted == expected_per_warp).all(), (compiled.name, attempted[:8], expected_per_warp)
     assert (records.warps["n_events"] == np.minimum(expected_per_warp, capacity)).all()
     return records
@@ -99,15 +109,22 @@ def cases():
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true", help="one kernel, one capacity (racecheck is slow)")
+    parser.add_argument("--tier", choices=["ptx", "sass"], default="ptx",
+                        help="sass: the probes spliced into the compiled kernel, markers and automatic sites")
     args = parser.parse_args()
     failures = 0
     for name, kernel, grid, make_arguments, options, shape, per_warp in cases()[:1] if args.quick else cases():
         original = torch.empty(shape, device="cuda", dtype=torch.float16)
         compiled = kernel[grid](*make_arguments(original), **options)
-        natural = int(per_warp.max())
+        natural = int(per_warp.max()) if args.tier == "ptx" else None
+        expected = per_warp if args.tier == "ptx" else None
         for capacity in (natural,) if args.quick else (natural, 2):
             out = torch.full(shape, float("nan"), device="cuda", dtype=torch.float16)
-            records = direct_launch(compiled, grid, make_arguments(out), capacity, per_warp)
+            if capacity is None:  # the sass tier's readings per warp: room for all of them
+                capacity = 1 << 14
+            records = direct_launch(compiled, grid, make_arguments(out), capacity, expected, args.tier)
+            if expected is None:
+                expected = records.warps["n_events"].astype(np.int64) + records.warps["n_dropped"]
             same = torch.equal(out, original)
             failures += not same
             print(f"{name} capacity={capacity}: same output {same}, {records.events_recorded} events kept, "

@@ -30,8 +30,10 @@ def test_ptx_tier_without_a_gpu_names_the_interpreter_tier():
 
 @pytest.mark.parametrize("options, message", [
     ({"dsl": "cuda"}, r"dsl='cuda' is not supported; supported: triton"),
-    ({"instrumentation_tier": "sass"},
-     r"instrumentation_tier='sass' is not supported; supported: auto, ptx, interpreter"),
+    ({"instrumentation_tier": "nvbit"},
+     r"instrumentation_tier='nvbit' is not supported; supported: auto, ptx, sass, interpreter"),
+    ({"instrumentation_tier": "ptx", "auto": True},
+     r"auto=True needs instrumentation_tier='sass' \(automatic sites are read off the compiled kernel\)"),
     ({"launches": 0}, r"launches=0 must be 'first', 'all' or a positive integer"),
     ({"kernel_name_pattern": "attn("}, r"kernel_name_pattern='attn\(' is not a regular expression"),
     ({"capacity": 1}, r"capacity=1 must be at least 2 events per warp"),

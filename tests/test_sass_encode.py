@@ -226,6 +226,14 @@ def _encode_probe_form(text: str, control: Control):
                      width=int(m.group(2) or 32), desc=_operand(address.group(1)), eviction=m.group(1) or "", **g)
     if opcode == "MOV" and len(ops) == 2:
         return E.mov(_operand(ops[0]), _operand(ops[1]), **g)
+    if opcode == "UIADD3" and len(ops) == 4:
+        return E.uiadd3(*(_operand(o) for o in ops), **g)
+    if m := re.fullmatch(r"UISETP\.(\w+?)(\.U32)?\.(AND|OR|XOR)", opcode):
+        upd, upq, ura, b, combine = (_operand(o) for o in ops)
+        assert upq == E.UPT, text
+        return E.uisetp(upd, m.group(1), ura, b, unsigned=bool(m.group(2)), op=m.group(3), combine=combine, **g)
+    if opcode == "R2UR":
+        return E.r2ur(*(_operand(o) for o in ops), **g)
     if opcode == "UMOV":
         return E.umov(_operand(ops[0]), _operand(ops[1]), **g)
     if opcode in ("LDC", "LDC.64", "ULDC", "ULDC.64") and (address := CONSTANT.fullmatch(ops[1])):
@@ -379,6 +387,21 @@ def _round_trip_cases():
         add(E.s2ur(E.UReg(i), sr, guard=ug), f"S2UR {E.UReg(i)}, {sr}", ug)
         add(E.umov(E.UReg(i), i * 0x100, guard=ug), f"UMOV {E.UReg(i)}, {i * 0x100:#x}", ug)
         add(E.umov(E.UReg(i), E.UReg(63 - i)), f"UMOV {E.UReg(i)}, {E.UReg(63 - i)}")
+        add(E.uiadd3(E.UReg(i), E.UReg(63 - i), 16 * i - 0x200, guard=ug),
+            f"UIADD3 {E.UReg(i)}, {E.UReg(63 - i)}, {_signed_immediate(16 * i - 0x200)}, URZ", ug)
+        add(E.uiadd3(E.UReg(i), E.UReg(i // 2), E.UReg(62 - i // 2), E.UReg((i * 5) % 64)),
+            f"UIADD3 {E.UReg(i)}, {E.UReg(i // 2)}, {E.UReg(62 - i // 2)}, {E.UReg((i * 5) % 64)}")
+        add(E.r2ur(E.UReg(i), E.Reg(3 * i), guard=g), f"R2UR {E.UReg(i)}, R{3 * i}", g)
+        cmp = list(E.COMPARISONS)[i % 8]
+        add(E.uisetp(E.UPred(i % 7), cmp, E.UReg(i), i * 3 - 40, unsigned=i % 2 == 0, guard=ug),
+            f"UISETP.{cmp}{'.U32' if i % 2 == 0 else ''}.AND UP{i % 7}, UPT, {E.UReg(i)}, "
+            f"{_signed_immediate(i * 3 - 40)}, UPT", ug)
+        if i < 62 and i % 2 == 0:
+            add(E.stg_uniform(E.UReg(i), quad, offset=16 * i - 0x100, width=128, eviction="EF", guard=g),
+                f"STG.E.EF.128 [RZ.U32+UR{i}{'' if i == 16 else f'+{16 * i - 0x100:#x}'.replace('+-0x', '+-0x')}], "
+                f"{quad}", g)
+            add(E.stg_uniform(E.UReg(i), E.Reg(i + 3), offset=4 * i), f"STG.E [RZ.U32+UR{i}"
+                f"{'' if i == 0 else f'+{4 * i:#x}'}], R{i + 3}")
         add(E.uldc(E.UReg(i), 4 * i + 0x210, guard=ug), f"ULDC {E.UReg(i)}, c[0x0][{4 * i + 0x210:#x}]", ug)
         if i % 2 == 0 and i < 62:
             add(E.uldc(E.UReg(i), 8 * i, wide=True), f"ULDC.64 {E.UReg(i)}, c[0x0][{8 * i:#x}]")

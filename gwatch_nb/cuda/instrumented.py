@@ -25,11 +25,18 @@ class InstrumentedKernel:
     name: str
     function: object         # CUfunction of the instrumented copy
     handle: int
-    num_params: int          # the original's; the trace buffer, capacity and slot size follow
+    num_params: int          # the original's; the tier's trace parameters follow
     sites: tuple
     table: SiteTable         # what the host needs to decode its records
     resources: dict          # its registers, local and shared memory (``resources``)
     build_seconds: float     # rewrite + assemble + load, the first time
+    buffer: object = None    # how its buffers are laid out and filled: layout.PTX_BUFFERS or layout.SASS_BUFFERS
+    extra: dict = None       # what the tier learnt building it (the sass tier: sites, costs)
+
+    def __post_init__(self):
+        from .. import layout
+        self.buffer = self.buffer or layout.PTX_BUFFERS
+        self.extra = self.extra or {}
 
 
 def cache_dir() -> str:

@@ -45,10 +45,36 @@ def default_capacity(num_slots: int, free_bytes: int, min_record_events: int) ->
     return int(min(MAX_CAPACITY, max(MIN_CAPACITY, fit)))
 
 
-def new_buffer(capacity: int, records: int, num_slots: int, stream: int) -> int:
+#: 4 GiB: the sass tier's probes advance a record address by its low word, so no slot may cross
+#: a multiple of this.
+ADDRESS_WINDOW = 1 << 32
+
+
+def _allocate(nbytes: int, one_window: bool) -> int:
+    """Device memory for a buffer; with `one_window`, inside one 4 GiB window (an allocation
+    that crosses a boundary is kept until one that does not is found, then freed)."""
+    pointer = driver.alloc(nbytes)
+    if not one_window or pointer // ADDRESS_WINDOW == (pointer + nbytes - 1) // ADDRESS_WINDOW:
+        return pointer
+    if nbytes > ADDRESS_WINDOW:
+        driver.free(pointer)
+        raise driver.CudaError(f"a trace buffer of {nbytes} bytes cannot fit in one 4 GiB window")
+    held = [pointer]
+    try:
+        while True:
+            pointer = driver.alloc(nbytes)
+            if pointer // ADDRESS_WINDOW == (pointer + nbytes - 1) // ADDRESS_WINDOW:
+                return pointer
+            held.append(pointer)
+    finally:
+        for crossing in held:
+            driver.free(crossing)
+
+
+def new_buffer(capacity: int, records: int, num_slots: int, stream: int, one_window: bool = False) -> int:
     """A launch's trace buffer: its global header written, every warp header zeroed
     (stream-ordered before the launch)."""
-    pointer = driver.alloc(layout.buffer_bytes(records, num_slots))
+    pointer = _allocate(layout.buffer_bytes(records, num_slots), one_window)
     driver.fill32_2d_async(pointer + layout.GLOBAL_HEADER_BYTES + layout.header_offset(records),
                            layout.slot_bytes(records), 0, layout.SLOT_HEADER_BYTES // 4, num_slots, stream)
     header = np.frombuffer(layout.global_header(capacity, records, num_slots), np.uint8)
@@ -67,6 +93,10 @@ def copy_back(launch: "PendingLaunch") -> tuple[np.ndarray, np.ndarray]:
     slot = layout.slot_bytes(launch.records)
     headers = driver.copy_rows_to_host(slots + layout.header_offset(launch.records), slot, layout.SLOT_HEADER_BYTES,
                                        launch.num_slots)
+    try:
+        headers = launch.buffer.host_headers(headers, launch.pointer, launch.capacity, launch.records)
+    except ValueError as error:
+        raise records.CorruptTraceError(f"trace buffer is corrupt: {error}") from None
     width = min(launch.records, int(records.records_written(headers).max(initial=0)))
     recs = driver.copy_rows_to_host(slots, slot, width * layout.RECORD_BYTES, launch.num_slots)
     return headers, recs.view(layout.RECORD_DTYPE)
@@ -92,11 +122,13 @@ class PendingLaunch:
     events: list = field(default_factory=list)      # CUDA events just before and after the kernel
     host_seconds: float = 0.0                       # time spent in the launch callbacks
     failed: str | None = None
+    buffer: object = layout.PTX_BUFFERS             # the tier's buffer layout (layout.PtxBuffers / SassBuffers)
 
     def trace_arguments(self) -> tuple[ctypes.c_uint64, ctypes.c_uint32, ctypes.c_uint32]:
-        """The values of the parameters the rewriter appends to an instrumented entry, in
-        its order: the buffer, the capacity in events, the records per warp slot."""
-        return ctypes.c_uint64(self.pointer), ctypes.c_uint32(self.capacity), ctypes.c_uint32(self.records)
+        """The values of the parameters the tier appends to an instrumented kernel, in its
+        order (layout's ``arguments``: a pointer, then two 32-bit values)."""
+        pointer, first, second = self.buffer.arguments(self.pointer, self.capacity, self.records)
+        return ctypes.c_uint64(pointer), ctypes.c_uint32(first), ctypes.c_uint32(second)
 
 
 @dataclass
@@ -358,7 +390,7 @@ class TraceSession:
         if self.options.on_instrument is not None:
             self.options.on_instrument(name)
         try:
-            kernel = instrument_kernel(context, function, source, self.options.scopes)
+            kernel = self._build(context, function, source)
         except TraceFailedError as error:
             self._skip.add((context, function))
             self._note(error.kind, name, str(error))
@@ -375,6 +407,11 @@ class TraceSession:
             self._ready[(context, function)] = kernel
             self._metadata[(context, function)] = source.metadata
         return kernel
+
+    def _build(self, context: int, function: int, source) -> InstrumentedKernel | None:
+        """The tier's instrumented copy of a kernel (None: none of its markers is traced);
+        raises TraceFailedError naming the problem's kind."""
+        return instrument_kernel(context, function, source, self.options.scopes)
 
     def _note_cost(self, name: str, view: _LaunchView, kernel: InstrumentedKernel) -> None:
         """Compare the instrumented copy's resources with the original's, at its first
@@ -400,17 +437,17 @@ class TraceSession:
         num_slots = view.grid[0] * view.grid[1] * view.grid[2] * ((threads + 31) // 32)
         fewest = kernel.table.min_record_events
         capacity = self._capacity or default_capacity(num_slots, device["free_bytes_at_start"], fewest)
-        slot_records = layout.slot_records(capacity, fewest)
+        slot_records = kernel.buffer.slot_records(capacity, fewest)
         nbytes = layout.buffer_bytes(slot_records, num_slots)
         if self._pending and self._pending_bytes + nbytes > PENDING_LIMIT_BYTES:
             self._drain()  # keep device memory bounded when many launches are traced
-        pointer = new_buffer(capacity, slot_records, num_slots, view.stream)
+        pointer = new_buffer(capacity, slot_records, num_slots, view.stream, kernel.buffer.one_window)
         info = {k: v for k, v in device.items() if k != "free_bytes_at_start"}
         info.update(instrumented_registers=kernel.resources["registers"],
                     instrument_seconds=round(kernel.build_seconds, 4),
                     sites=len(kernel.sites))
         return PendingLaunch(name, view.grid, view.block, capacity, slot_records, num_slots, kernel.table, pointer,
-                             nbytes, context, view.stream, info, (context, view.function))
+                             nbytes, context, view.stream, info, (context, view.function), buffer=kernel.buffer)
 
     # ------------------------------------------------------------ collection
 

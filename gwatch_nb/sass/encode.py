@@ -408,6 +408,30 @@ def isetp(pd: Pred, cmp: str, ra: Reg, b: Source, *, unsigned: bool = True, op: 
     return _words(bits, guard, control)
 
 
+def uisetp(upd: UPred, cmp: str, ura: UReg, b: Union[UReg, int], *, unsigned: bool = True, op: str = "AND",
+           combine: UPred = UPT, guard: UPred | None = None, control: Control = Control()) -> Words:
+    """``UISETP.<cmp>[.U32].<op> UPd, UPT, URa, b, combine``: ISETP on the uniform datapath
+    (opcode 0x08c, bit 91 set), whose result guards uniform instructions."""
+    if cmp not in COMPARISONS:
+        raise EncodingError(f"unknown UISETP comparison {cmp!r} (known: {', '.join(COMPARISONS)})")
+    if op not in BOOLEAN_OPS:
+        raise EncodingError(f"unknown UISETP boolean op {op!r} (known: {', '.join(BOOLEAN_OPS)})")
+    for what, pred in (("UISETP destination", upd), ("UISETP source", combine)):
+        if not isinstance(pred, UPred):
+            raise EncodingError(f"{what} must be a uniform predicate UP0..UP6/UPT, not {pred!r}")
+    if upd.negated:
+        raise EncodingError(f"UISETP destination {upd} cannot be negated")
+    if isinstance(b, Reg):
+        raise EncodingError(f"UISETP b must be a uniform register or an immediate, not {b}")
+    form, b_bits = (FORM_REG, _field(b.index, 32, 6)) if isinstance(b, UReg) else \
+        (FORM_IMM, _field(_imm32("UISETP immediate", b), 32, 32))
+    bits = (0x08C | form << 9 | _field(_ureg("UISETP a", ura), 24, 6) | b_bits | _field(7, 68, 3)
+            | _field(int(not unsigned), 73, 1) | _field(BOOLEAN_OPS[op], 74, 2) | _field(COMPARISONS[cmp], 76, 3)
+            | _field(upd.index, 81, 3) | _field(7, 84, 3) | _field(combine.index, 87, 3)
+            | _field(int(combine.negated), 90, 1) | _field(1, 91, 1))
+    return _words(bits, guard, control, uniform=True)
+
+
 # STG: 0x986; address register Ra 24-31 (a 64-bit pair), data Rb 32-39, signed 24-bit byte offset
 # 40-63, descriptor UR 64-69; bit 72 .E (64-bit address), access size 73-75, bit 76 desc[] form,
 # ordering 77-80 (0: weak, ptxas's st.global), eviction 84-86, bits 90-91 set in every form.
@@ -415,17 +439,55 @@ def stg(address: Reg, data: Reg, *, desc: UReg, offset: int = 0, width: int = 32
         guard: Pred | None = None, control: Control = Control()) -> Words:
     """``[@P] STG.E[.EF][.64|.128] desc[URx][Ra.64+offset], Rb``: a global store of 32, 64 or 128
     bits from Rb (Rb, Rb+1 / Rb..Rb+3) through the memory descriptor pair URx (the kernel loads
-    it with ``ULDC.64 URx, c[0x0][0x208]``; sm_90 has no global store without one)."""
+    it with ``ULDC.64 URx, c[0x0][0x208]``)."""
+    return _stg(_field(_reg("STG address", address, 2), 24, 8) | _field(_ureg("STG descriptor", desc, 2), 64, 6)
+                | _field(1, 76, 1) | _field(3, 90, 2), data, offset, width, eviction, guard, control)
+
+
+def stg_uniform(base: UReg, data: Reg, *, offset: int = 0, width: int = 32, eviction: str = "",
+                guard: Pred | None = None, control: Control = Control()) -> Words:
+    """``[@P] STG.E[.EF][.64|.128] [RZ.U32+URx+offset], Rb``: a global store to the 64-bit address
+    in the uniform pair URx (plus offset), with no general register in the address: the form
+    with bit 76 clear has no descriptor, and bits 90-91 = 2 read the address register as a
+    32-bit offset, RZ."""
+    return _stg(_field(RZ.index, 24, 8) | _field(_ureg("STG base", base, 2), 64, 6) | _field(2, 90, 2),
+                data, offset, width, eviction, guard, control)
+
+
+def _stg(address_bits: int, data: Reg, offset: int, width: int, eviction: str, guard, control) -> Words:
     if width not in ACCESS_SIZES:
         raise EncodingError(f"STG width {width!r} must be 32, 64 or 128 bits")
     if eviction not in EVICTIONS:
         raise EncodingError(f"unknown STG eviction hint {eviction!r} (known: {', '.join(filter(None, EVICTIONS))})")
-    bits = (0x986 | _field(_reg("STG address", address, 2), 24, 8) | _field(_reg("STG data", data, width // 32), 32, 8)
+    bits = (0x986 | address_bits | _field(_reg("STG data", data, width // 32), 32, 8)
             | _field(_signed("STG offset", offset, 24, width // 8), 40, 24)
-            | _field(_ureg("STG descriptor", desc, 2), 64, 6)
-            | _field(1, 72, 1) | _field(ACCESS_SIZES[width], 73, 3) | _field(1, 76, 1)
-            | _field(EVICTIONS[eviction], 84, 3) | _field(3, 90, 2))
+            | _field(1, 72, 1) | _field(ACCESS_SIZES[width], 73, 3) | _field(EVICTIONS[eviction], 84, 3))
     return _words(bits, guard, control)
+
+
+# UIADD3 (0x090 | form << 9): URd 16-21, URa 24-29, b (immediate 32-63, uniform register 32-37),
+# URc 64-69; carry-outs 81-83 and 84-86 (7 = none); carry-ins 77-79 and 87-89 with negations
+# 80 and 90 (unused: !UPT).
+def uiadd3(urd: UReg, ura: UReg, b: Union[UReg, int], urc: UReg = URZ, *, guard: UPred | None = None,
+           control: Control = Control()) -> Words:
+    """``UIADD3 URd, URa, b, URc``: a 32-bit sum on the uniform datapath (a record pointer or a
+    count a warp keeps across the whole kernel)."""
+    if isinstance(b, Reg):
+        raise EncodingError(f"UIADD3 b must be a uniform register or an immediate, not {b}")
+    form, b_bits = (FORM_REG, _field(b.index, 32, 6)) if isinstance(b, UReg) else \
+        (FORM_IMM, _field(_imm32("UIADD3 immediate", b), 32, 32))
+    bits = (0x090 | form << 9 | _field(_ureg("UIADD3 destination", urd), 16, 6) | _field(_ureg("UIADD3 a", ura), 24, 6)
+            | b_bits | _field(_ureg("UIADD3 c", urc), 64, 6) | _field(0xF, 77, 4) | _field(7, 81, 3)
+            | _field(7, 84, 3) | _field(0xF, 87, 4) | _field(1, 91, 1))
+    return _words(bits, guard, control, uniform=True)
+
+
+# R2UR: 0x2ca; URd 16-21, Ra 24-31; bits 81-83 = 7.
+def r2ur(urd: UReg, ra: Reg, *, guard: Pred | None = None, control: Control = Control()) -> Words:
+    """``R2UR URd, Ra``: a warp-uniform general register into a uniform register (ptxas follows
+    it by at least 13 cycles before a reader)."""
+    return _words(0x2CA | 1 << 9 | _field(_ureg("R2UR destination", urd), 16, 6) | _field(_reg("R2UR source", ra), 24, 8)
+                  | _field(7, 81, 3), guard, control)
 
 
 # MOV (0x002 | form << 9): Rd 16-23, source at 32+ (register, immediate or uniform); lane mask 72-75 (0xf: all).

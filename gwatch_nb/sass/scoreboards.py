@@ -52,7 +52,7 @@ VARIABLE_LATENCY = frozenset(
     "UTMAPF UTMAREDG UTMACCTL MATCH CCTL".split())
 
 
-def _released(instruction, control=None) -> int:
+def released(instruction, control=None) -> int:
     """Scoreboards (bit k = SBk, bit 6 = warpgroup) whose pending work is finished once the
     instruction has issued."""
     mask = (control or control_of(instruction)).wait_mask
@@ -99,7 +99,7 @@ class Scoreboards:
     def _effect(instruction, use):
         """(released, sets, untouched, unwritten, [(slot, results, sources)]) of one instruction."""
         control = control_of(instruction)
-        released = _released(instruction, control)
+        freed = released(instruction, control)
         sets = sum(1 << b for b in (control.write_barrier, control.read_barrier) if b != NO_BARRIER)
         transfers = []
         if instruction.base == "HGMMA":
@@ -108,7 +108,7 @@ class Scoreboards:
             w = control.write_barrier if control.write_barrier != NO_BARRIER else UNBARRIERED
             r = control.read_barrier if control.read_barrier != NO_BARRIER else UNBARRIERED
             transfers = [(w, use.writes, 0), (r, 0, use.reads)]
-        return released, sets, ~(use.reads | use.writes), ~use.writes, transfers
+        return freed, sets, ~(use.reads | use.writes), ~use.writes, transfers
 
     def _step(self, i: int, pending: int, slots: tuple) -> tuple[int, tuple]:
         """The state (pending scoreboards, per slot (results, sources) in flight) after
@@ -264,7 +264,7 @@ def _until_released(cfg, index: int, barrier: int):
         b, k = stack.pop()
         block = cfg.blocks[b]
         for k in range(k, block.end):
-            if _released(cfg.instructions[k]) >> barrier & 1:
+            if released(cfg.instructions[k]) >> barrier & 1:
                 break
             yield cfg.instructions[k]
         else:
@@ -309,7 +309,7 @@ def check_insertion(cfg, board: Scoreboards, index: int, inserted, latency: int 
                 if use.writes & (kernel_uses[consumer.index].reads | kernel_uses[consumer.index].writes):
                     fail(k, f"{consumer.opcode} at {consumer.index} touches its result {distance} cycles after it")
         barrier = control.read_barrier
-        if barrier != NO_BARRIER and not any(_released(ins) >> barrier & 1 for ins in inserted[k + 1:]):
+        if barrier != NO_BARRIER and not any(released(ins) >> barrier & 1 for ins in inserted[k + 1:]):
             for consumer in _until_released(cfg, index, barrier):
                 if kernel_uses[consumer.index].writes & use.reads:
                     fail(k, f"{consumer.opcode} at {consumer.index} rewrites a source before scoreboard "

@@ -1,0 +1,107 @@
+"""The `sass` tier's session: the ptx tier's launch swap (session.py), with copies made from the
+cubin Triton loaded by splicing clock readings into its scheduled code (gwatch_nb/sass/), so the
+kernel that runs is the user's own, instruction for instruction, plus the probes."""
+from __future__ import annotations
+
+import hashlib
+import threading
+import time
+
+from .. import layout
+from ..errors import SassRewriteError, TraceFailedError, UnsupportedGpuError
+from ..sass import markers as marker_sources
+from ..sass.instrument import SITE_COLUMNS, instrument
+from . import driver
+from .instrumented import InstrumentedKernel, resources
+from .session import TraceSession
+
+#: The compute capabilities whose cubins the SASS tier reads and writes.
+SUPPORTED_CAPABILITIES = ((9, 0),)
+
+_lock = threading.Lock()
+# (context, sha of the cubin, scope ids or None, auto) -> the loaded copy (None: no site)
+_by_cubin: dict[tuple, InstrumentedKernel | None] = {}
+
+
+class SassTraceSession(TraceSession):
+    """Trace matching launches with probes in their compiled code (a ``tiers.TracingSession``)."""
+
+    tier = "sass"
+
+    def start(self) -> None:
+        driver.init()
+        device = driver.device_info(driver.current_device())
+        capability = (device.get("compute_capability_major", 0), device.get("compute_capability_minor", 0))
+        if capability not in SUPPORTED_CAPABILITIES:
+            shown = ", ".join(f"sm_{a}{b}" for a, b in SUPPORTED_CAPABILITIES)
+            raise UnsupportedGpuError(f"the sass tier supports {shown} (H100/H200); this GPU, "
+                                      f"{device.get('device', '?')}, is sm_{capability[0]}{capability[1]}; "
+                                      "use instrumentation_tier='ptx'")
+        super().start()
+
+    def _build(self, context: int, function: int, source) -> InstrumentedKernel | None:
+        return sass_kernel(context, function, source, self.options.scopes, self.options.auto)
+
+    def meta(self) -> dict:
+        """The ptx tier's entries, and ``sites`` (trace.sites' rows by column: every reading,
+        where it went and how sharp its scope's boundary is), ``scope_names`` (the automatic
+        sites' scopes) and ``sass`` (per kernel: instructions inserted, state registers, the
+        readings left out for want of registers, build seconds)."""
+        out = super().meta()
+        kernels = [k for k in self._ready.values() if k is not None]
+        out["sites"] = {c: [v for k in kernels for v in k.extra["sites"][c]] for c in SITE_COLUMNS}
+        out["scope_names"] = {str(s): n for k in kernels for s, n in k.extra["scope_names"].items()}
+        out["sass"] = {k.name: dict(k.extra["cost"], left_out=k.extra["left_out"], seconds=k.extra["seconds"])
+                       for k in kernels}
+        return out
+
+
+def sass_kernel(context: int, original_handle: int, source, scopes: frozenset | None,
+                auto: bool) -> InstrumentedKernel | None:
+    """The instrumented copy of a kernel in this context (cached per cubin and choice of sites);
+    raises TraceFailedError when its cubin is missing or cannot be rewritten or loaded."""
+    if source.cubin is None:
+        raise TraceFailedError(f"{source.name}: matched, but the cubin Triton loaded was not found; it ran untraced",
+                               "cubin_not_found")
+    key = (context, hashlib.sha256(source.cubin).hexdigest(), scopes, auto)
+    with _lock:
+        if key not in _by_cubin:
+            _by_cubin[key] = _build(source, scopes, auto)
+        kernel = _by_cubin[key]
+    if kernel is not None:
+        driver.copy_attributes(original_handle, kernel.function)
+    return kernel
+
+
+def _markers(source) -> list:
+    """The kernel's markers: from its Python source where the function is known (it still names
+    the markers Triton drops in warp-specialized loops), else from the sentinels in its PTX."""
+    if source.function is not None:
+        try:
+            return marker_sources.from_source(source.function)
+        except SassRewriteError:
+            pass
+    return marker_sources.from_ptx(source.ptx)
+
+
+def _build(source, scopes: frozenset | None, auto: bool) -> InstrumentedKernel | None:
+    began = time.perf_counter()
+    try:
+        made = instrument(source.cubin, source.name, _markers(source), scopes, auto)
+    except SassRewriteError as error:
+        raise TraceFailedError(f"{source.name}: the sass tier cannot instrument it ({error}); it ran untraced",
+                               "rewrite_failed") from None
+    if made is None:
+        return None
+    try:
+        module = driver.load_cubin(made.cubin)
+        function = driver.get_function(module, source.name)
+    except driver.CudaError as error:
+        raise TraceFailedError(f"{source.name}: the driver could not load the instrumented cubin ({error}); "
+                               "it ran untraced", "load_failed") from None
+    return InstrumentedKernel(
+        name=source.name, function=function, handle=int(function), num_params=made.num_params,
+        sites=tuple(range(len(made.sites["site"]))), table=made.table, resources=resources(function),
+        build_seconds=time.perf_counter() - began, buffer=layout.SASS_BUFFERS,
+        extra=dict(sites=made.sites, scope_names=made.scope_names, cost=made.cost, seconds=made.seconds,
+                   left_out=made.left_out))

@@ -1,0 +1,163 @@
+"""One kernel of a cubin made to record its sites on the `sass` tier: its scopes placed on the
+final schedule (sites.py) and, when asked, its automatic sites (waits.py); the probes planned
+into what the kernel leaves free (probes.py); the cubin rewritten and proven (rewrite.py); the
+tier's three parameters appended. What comes back says where every reading went
+(`sites`, trace.sites' rows) and what the probes cost in instructions."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from gwatch_nb.errors import SassRewriteError
+from gwatch_nb.layout import MAX_SCOPE_ID, make_tag
+from gwatch_nb.records import SiteTable
+from gwatch_nb.sass import probes, sites as scope_sites, waits
+from gwatch_nb.sass.cfg import ControlFlowGraph
+from gwatch_nb.sass.cubin import Cubin
+from gwatch_nb.sass.lines import line_table
+from gwatch_nb.sass.liveness import Liveness
+from gwatch_nb.sass.rewrite import decoded, rewrite
+
+#: Automatic sites take scope ids from here up, one per site (marker ids stay below).
+AUTO_SCOPE_BASE = MAX_SCOPE_ID - 4095
+#: The parameters the tier appends, in order: (name, bytes).
+PARAMETERS = (("slots", 8), ("slot_bytes", 4), ("capacity", 4))
+#: trace.sites' columns, one row per reading.
+SITE_COLUMNS = ("kernel", "site", "scope", "kind", "pair", "origin", "line", "index", "moved", "store", "instruction",
+                "block", "loop", "span", "own", "other_scopes", "unscoped", "inferred")
+
+
+@dataclass(frozen=True)
+class InstrumentedCubin:
+    cubin: bytes
+    kernel: str
+    num_params: int                # the kernel's own parameters (the tier's three follow)
+    table: SiteTable
+    sites: dict[str, list]         # SITE_COLUMNS -> values, one per reading
+    scope_names: dict[int, str]    # names of the automatic scopes
+    cost: dict                     # instructions before and inserted, state registers
+    seconds: dict[str, float]      # decode, analyse, rewrite
+    left_out: list[dict]           # readings no registers were free for, and the scope pair left out with them
+
+
+def instrument(cubin: bytes, kernel: str, markers: list, scopes: frozenset | None = None,
+               auto: bool = False) -> InstrumentedCubin | None:
+    """`kernel` of `cubin` with a reading at every site of the `markers` (of `scopes`, all when
+    None) and, with `auto`, at every automatic site; None when there is no site to read."""
+    began = time.perf_counter()
+    instructions = decoded(cubin).get(kernel)
+    if instructions is None:
+        raise SassRewriteError(f"kernel {kernel}: not in the cubin")
+    view = Cubin.parse(cubin)
+    locations = line_table(cubin).get(kernel) or [None] * len(instructions)
+    decoded_at = time.perf_counter()
+    cfg = ControlFlowGraph(instructions, kernel)
+    rows: list[dict] = []
+    if markers:
+        for site in scope_sites.place(instructions, locations, markers, kernel, cfg):
+            if scopes is None or site.scope in scopes:
+                rows.append(dict(scope=site.scope, kind=site.kind, pair=site.pair, origin="marker", line=None,
+                                 index=site.index, instruction=site.instruction, block=site.block, loop=site.loop,
+                                 span=site.span, own=site.own, other_scopes=site.other_scopes,
+                                 unscoped=site.unscoped, inferred=site.inferred))
+    names = {}
+    if auto:
+        # The kernel's own site needs no readings: every warp's entry and exit are in its header.
+        found_sites = [f for f in waits.find(instructions, locations, kernel, cfg) if f.kind != "kernel"]
+        for k, found in enumerate(found_sites):
+            scope = AUTO_SCOPE_BASE + k
+            names[scope] = found.name
+            common = dict(scope=scope, origin=found.kind, line=found.line, instruction=found.instruction,
+                          loop=found.loop, span=None, own=None, other_scopes=None, unscoped=None, inferred=None)
+            rows.append(dict(common, kind="start", pair=0, index=found.start, block=cfg.block_of[found.start]))
+            for pair, end in enumerate(found.ends):
+                at = min(end, len(instructions) - 1)
+                rows.append(dict(common, kind="end", pair=pair, index=end, block=cfg.block_of[at]))
+    if not rows:
+        return None
+    rows.sort(key=_reading_order(rows))
+    num_params, params = _parameters(view, kernel)
+    readings = [probes.Reading(r["index"], make_tag(r["scope"], r["kind"] == "end")) for r in rows]
+    registers = view.registers(kernel)
+    count, left_out = registers, []
+    while True:
+        if not rows:
+            raise SassRewriteError(f"kernel {kernel}: no site has the registers a reading needs")
+        try:
+            plan = probes.plan(Liveness(cfg, count), readings, params, list(range(len(rows))))
+            break
+        except probes.TooFewRegisters as error:
+            if count == registers and free_register_count(registers) > registers:
+                count = free_register_count(registers)
+            elif error.reading is None:
+                raise
+            else:  # leave out the pair (start and its ends) the reading belongs to
+                row = rows[error.reading]
+                pair = [r for r in rows if r["scope"] == row["scope"] and (r["pair"] == row["pair"] or r["origin"] != "marker")]
+                left_out.append(dict(scope=row["scope"], pair=row["pair"], instruction=row["index"], reason=str(error)))
+                rows = [r for r in rows if r not in pair]
+                readings = [probes.Reading(r["index"], make_tag(r["scope"], r["kind"] == "end")) for r in rows]
+    raised = count if count != registers else None
+    analysed = time.perf_counter()
+    out = rewrite(cubin, kernel, plan.insertions, registers=raised)
+    for (name, size), expected in zip(PARAMETERS, (params.slots, params.slot_bytes, params.capacity)):
+        out, address = Cubin.parse(out).with_parameter(kernel, size, size)
+        if address != expected:
+            raise SassRewriteError(f"kernel {kernel}: the {name} parameter landed at {address:#x}, not {expected:#x}")
+    for number, (row, store, at) in enumerate(zip(rows, plan.stores, plan.read_at)):
+        row.update(kernel=kernel, site=number, store=store, moved=at - row["index"], index=at)
+    table = SiteTable(np.array([make_tag(r["scope"], r["kind"] == "end") for r in rows], np.uint32),
+                      np.array(plan.words, np.int64), np.array(plan.events, np.int64))
+    done = time.perf_counter()
+    return InstrumentedCubin(
+        out, kernel, num_params, table, {c: [r[c] for r in rows] for c in SITE_COLUMNS}, names,
+        dict(instructions=len(instructions), inserted=plan.inserted, readings=len(rows),
+             state_registers=[f"UR{n}" for n in plan.state], registers=[registers, raised or registers]),
+        dict(decode=decoded_at - began, analyse=analysed - decoded_at, rewrite=done - analysed), left_out)
+
+
+def _reading_order(rows: list[dict]):
+    """Readings in program order; at one instruction, the ends of pairs that started before it
+    first, then the starts, then the ends of pairs that start there too (a pair whose only
+    instruction ends its block reads before it twice)."""
+    starts = {(r["scope"], r["pair"]): r["index"] for r in rows if r["kind"] == "start"}
+
+    def key(row):
+        if row["kind"] == "start":
+            return row["index"], 1, row["scope"]
+        started = starts.get((row["scope"], row["pair"] if row["origin"] == "marker" else 0), -1)
+        return row["index"], 2 if started == row["index"] else 0, row["scope"]
+    return key
+
+
+#: What an SM holds: 64K registers, at most 64 warps; a warp's registers are allocated 256 at a time.
+SM_REGISTERS, SM_WARPS, WARP_ALLOCATION = 65536, 64, 256
+
+
+def warps_per_sm(registers: int) -> int:
+    """Warps an SM can hold at this register count (registers alone)."""
+    per_warp = -(-registers * 32 // WARP_ALLOCATION) * WARP_ALLOCATION
+    return min(SM_WARPS, SM_REGISTERS // per_warp)
+
+
+def free_register_count(registers: int) -> int:
+    """The largest register count at which an SM holds as many warps as at `registers`: what
+    the probes may raise a small kernel's count to when it leaves them too few."""
+    best = registers
+    for count in range(registers, 256):
+        if warps_per_sm(count) == warps_per_sm(registers):
+            best = count
+    return best
+
+
+def _parameters(view: Cubin, kernel: str) -> tuple[int, probes.Parameters]:
+    """How many parameters the kernel has, and where the appended ones will be."""
+    count = sum(1 for a in view.attributes(kernel) if a.name == "EIATTR_KPARAM_INFO")
+    out, addresses = view, []
+    for name, size in PARAMETERS:
+        data, address = out.with_parameter(kernel, size, size)
+        out = Cubin.parse(data)
+        addresses.append(address)
+    return count, probes.Parameters(*addresses)

@@ -1,0 +1,531 @@
+"""The SASS tier's probes: the instructions that make a kernel's scheduled code record a clock
+reading at each site, planned into registers, predicates and scoreboards the kernel leaves free
+(docs/sass/probes.md).
+
+Each warp keeps three things in uniform registers the kernel never names, from its prologue to
+its exit: the address of its next record, the end of its slot (its header follows), and the room
+left (events it may still keep). A record holds the readings of up to READINGS_PER_RECORD sites
+of one block and the number of its first site:
+
+    MOV Rs, site                         the first site's number (the record's last word)
+    UISETP.GT.AND UPq, UPT, room, 0x0    UPq: this record has a row of its own
+    CS2R.32 Rt0, SR_CLOCKLO              each reading just before its site's instruction
+    ... the kernel's own instructions, CS2R.32 Rt1 ... ...
+    STG.E.EF [RZ.U32+next], Rt0          the stores, sunk later in the same block, where
+    STG.E.EF [RZ.U32+next+0x4], Rt1      the registers and UPq are still free
+    STG.E.EF [RZ.U32+next+0xc], Rs
+    @UPq UIADD3 next, next, 0x10
+    UIADD3 room, room, -readings
+
+A slot holds the rows its records need and one more: once the room is spent, `next` stays on
+that last row, which later records overwrite and the host never reads. Every reading counts
+against the room, so the events a warp tried are its capacity less the room it has left, kept
+or dropped, and the rows it wrote end at `next`; no predicate of the kernel's is needed.
+The prologue (before the kernel's first instruction) finds the warp's slot and writes the
+header's entry fields; an epilogue before every EXIT writes the exit fields. A final pass over
+each block gives every inserted instruction the stall its inputs need and waits on the
+scoreboard its stores read through before anything writes their registers again."""
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Callable
+
+from gwatch_nb._native import FORMAT
+from gwatch_nb.errors import SassRewriteError
+from gwatch_nb.sass import encode as E
+from gwatch_nb.sass import registers as regs
+from gwatch_nb.sass.control import NO_BARRIER, SCOREBOARDS, Control
+from gwatch_nb.sass.liveness import Liveness
+from gwatch_nb.sass.scoreboards import FIXED_LATENCY, SLOW_LATENCY, control_of, released
+
+READINGS_PER_RECORD = FORMAT["READINGS_PER_RECORD"]  # readings in words 0.., the site in the last word
+#: Kernel cycles (stall counts) the probes try to leave between a reading and its stores, so
+#: that the reading, the room test and the site number are ready without stalling the warp.
+STORE_DISTANCE = SLOW_LATENCY
+#: How far (instructions) a store may sink below its reading.
+MAX_SINK = 48
+PREDICATE_LATENCY = 13    # ISETP to a guard that reads its result (ptxas's own distance)
+FIRST_STATE_UR = 0        # ptxas never hands out UR0-UR3, but the H200 runs probes kept there
+PROLOGUE_BOARD = 5        # scoreboard of the prologue's S2R and LDC (nothing is pending at entry)
+MAX_STALL = 15
+
+_HEADER = FORMAT["SLOT_HEADER_BYTES"]  # the uniform "end" register points just past the header
+
+
+class TooFewRegisters(SassRewriteError):
+    """A probe needs more registers than the kernel's count leaves free where it goes
+    (instrument.py may raise the count where that costs no occupancy, or leave the reading
+    out). `reading`: the number of the reading, None for the prologue or an epilogue."""
+
+    def __init__(self, message: str, reading: int | None = None):
+        super().__init__(message)
+        self.reading = reading
+
+
+@dataclass(frozen=True)
+class Reading:
+    index: int  # the reading is taken just before this instruction issues
+    tag: int    # the event's tag (layout.make_tag)
+
+
+@dataclass(frozen=True)
+class Parameters:
+    """Constant-bank addresses of the three parameters the tier appends (docs/FORMAT.md)."""
+    slots: int       # u64: the address of the first warp slot
+    slot_bytes: int  # u32: bytes per warp slot (its records, then its header)
+    capacity: int    # u32: events per warp the host keeps
+
+
+@dataclass
+class _Op:
+    """One inserted instruction before it is encoded: what it reads and writes (registers.py
+    bits), how long a reader of its result must wait, and its control fields."""
+    make: Callable[[Control], E.Words]
+    reads: tuple[int, ...] = ()
+    writes: tuple[int, ...] = ()
+    latency: int = 0
+    stall: int = 1
+    write_barrier: int = NO_BARRIER
+    read_barrier: int = NO_BARRIER
+    wait: int = 0
+
+    def words(self) -> E.Words:
+        return self.make(Control(stall=self.stall, write_barrier=self.write_barrier,
+                                 read_barrier=self.read_barrier, wait_mask=self.wait))
+
+
+@dataclass
+class Plan:
+    """The probes of one kernel: instructions to insert before each index (rewrite.rewrite's
+    `insertions`), the uniform registers they keep, and per reading where its store went."""
+    insertions: dict[int, list[E.Words]]
+    state: tuple[int, ...]
+    stores: list[int] = field(default_factory=list)  # per reading, the index its stores precede
+    read_at: list[int] = field(default_factory=list)  # per reading, the index it is read before (moved
+    #                                                   from its site's where no registers were free there)
+    words: list[int] = field(default_factory=list)    # per reading, its word in its record
+    events: list[int] = field(default_factory=list)   # per reading, the readings of the record it starts (0: none)
+
+    @property
+    def inserted(self) -> int:
+        return sum(map(len, self.insertions.values()))
+
+
+# Registers are named by their bit's position in registers.py masks.
+def _r(n: int) -> int:
+    return regs.GPR_BASE + n
+
+
+def _ur(n: int) -> int:
+    return regs.UNIFORM_BASE + n
+
+
+def _p(n: int) -> int:
+    return regs.PREDICATE_BASE + n
+
+
+def _up(n: int) -> int:
+    return regs.UNIFORM_PREDICATE_BASE + n
+
+
+def state_registers(liveness: Liveness) -> tuple[int, int, int]:
+    """(next pair, end pair, room): uniform registers the kernel never names (pairs even)."""
+    named = 0
+    for use in liveness.uses:
+        named |= use.reads | use.writes
+    free = [n for n in range(FIRST_STATE_UR, regs.UNIFORM_COUNT) if not named >> (regs.UNIFORM_BASE + n) & 1]
+    pairs = [n for n in free if n % 2 == 0 and n + 1 in free]
+    if len(pairs) >= 2:
+        first, second = pairs[-1], pairs[-2]
+        singles = [n for n in free if n not in (first, first + 1, second, second + 1)]
+        if singles:
+            return first, second, singles[-1]
+    raise SassRewriteError(f"kernel {liveness.cfg.kernel}: the probes need 5 uniform registers the kernel never "
+                           f"names (two pairs and one more); it leaves {len(free)} ({', '.join(f'UR{n}' for n in free)})")
+
+
+def plan(liveness: Liveness, readings: list[Reading], params: Parameters, site_numbers: list[int]) -> Plan:
+    """The probes of every reading (`site_numbers[k]`: the site number reading k's record
+    names), the prologue and the epilogues, with their stalls and waits settled."""
+    cfg = liveness.cfg
+    kernel = cfg.kernel
+    instructions = cfg.instructions
+    if any(i.target == 0 for i in instructions):
+        raise SassRewriteError(f"kernel {kernel}: a branch returns to the first instruction, where the prologue goes")
+    nxt, end, room = state_registers(liveness)
+    ops: dict[int, list[_Op]] = defaultdict(list)
+    # Probes placed at one index run in the order they were added: stores of earlier readings
+    # first, then the readings (the last reading is the one right before the instruction).
+    late: dict[int, list[_Op]] = defaultdict(list)
+    _prologue(liveness, params, nxt, end, room, ops)
+    read_at = _positions(liveness, readings)
+    groups = _groups(liveness, read_at)
+    stores, words, events = [0] * len(readings), [0] * len(readings), [0] * len(readings)
+    for g, group in enumerate(groups):
+        limit = read_at[groups[g + 1][0]] if g + 1 < len(groups) else len(instructions)
+        try:
+            store = _record(liveness, [read_at[k] for k in group], site_numbers[group[0]], nxt, room, ops, late,
+                            limit)
+        except TooFewRegisters as error:
+            raise TooFewRegisters(str(error), group[0]) from None
+        for word, k in enumerate(group):
+            stores[k], words[k] = store, word
+        events[group[0]] = len(group)
+    for instruction in instructions:
+        if instruction.base == "EXIT" and instruction.predicate not in ("@!PT", "@!UPT") \
+                and cfg.reachable[cfg.block_of[instruction.index]]:
+            _epilogue(liveness, instruction, nxt, end, room, late)
+    merged = {i: ops.get(i, []) + late.get(i, []) for i in set(ops) | set(late)}
+    scheduled = _schedule(liveness, merged, (_ur(nxt), _ur(nxt + 1), _ur(room)))
+    return Plan({i: [op.words() for op in items] for i, items in scheduled.items() if items},
+                (nxt, nxt + 1, end, end + 1, room), stores, read_at, words, events)
+
+
+# ---------------------------------------------------------------- the three kinds of probe
+
+def _prologue(liveness: Liveness, params: Parameters, nxt: int, end: int, room: int, ops) -> None:
+    """Before instruction 0: the warp's slot (slot = ((ctaid.z * nctaid.y + ctaid.y) * nctaid.x
+    + ctaid.x) * ntid.x + tid.x) / 32, Triton's blocks being whole warps along x), the state
+    registers, and the header's entry fields (timer and clock, magic, warp, block, SM)."""
+    take = _Allocator(liveness, 0, "entry, for the prologue")
+    times, ids = take(4), take(4)  # (gt lo, gt hi, ck lo, ck hi), (magic, warp, ctaid.x, ctaid.y)
+    z_sm, base = take(2), take(2)
+    grid_x, grid_y, slot_bytes, capacity, tid, ntid, linear = (take(1) for _ in range(7))
+    slot_ptr, hdr = base, (grid_x, grid_y)  # each computed where its inputs are no longer needed
+    R, U = E.Reg, E.UReg
+    board = PROLOGUE_BOARD
+    out = ops[0]
+
+    def variable(make, reg, width=1):
+        out.append(_Op(make, writes=tuple(_r(reg + k) for k in range(width)), write_barrier=board))
+
+    variable(lambda c: E.s2r(R(tid), "SR_TID.X", control=c), tid)
+    variable(lambda c: E.s2r(R(ids + 2), "SR_CTAID.X", control=c), ids + 2)
+    variable(lambda c: E.s2r(R(ids + 3), "SR_CTAID.Y", control=c), ids + 3)
+    variable(lambda c: E.s2r(R(z_sm), "SR_CTAID.Z", control=c), z_sm)
+    variable(lambda c: E.s2r(R(z_sm + 1), "SR_VIRTUALSMID", control=c), z_sm + 1)
+    variable(lambda c: E.ldc(R(grid_x), 0xC, control=c), grid_x)  # nctaid.x
+    variable(lambda c: E.ldc(R(grid_y), 0x10, control=c), grid_y)  # nctaid.y
+    variable(lambda c: E.ldc(R(ntid), 0x0, control=c), ntid)  # ntid.x
+    variable(lambda c: E.ldc(R(base), params.slots, wide=True, control=c), base, 2)
+    variable(lambda c: E.ldc(R(slot_bytes), params.slot_bytes, control=c), slot_bytes)
+    variable(lambda c: E.ldc(R(capacity), params.capacity, control=c), capacity)
+    out.append(_Op(lambda c: E.cs2r(R(times), "SR_GLOBALTIMERLO", control=c), writes=(_r(times), _r(times + 1)),
+                   latency=SLOW_LATENCY))
+    out.append(_Op(lambda c: E.cs2r(R(times + 2), "SR_CLOCKLO", control=c), writes=(_r(times + 2), _r(times + 3)),
+                   latency=SLOW_LATENCY))
+    out.append(_Op(lambda c: E.mov(R(ids), FORMAT["WARP_MAGIC"], control=c), writes=(_r(ids),),
+                   latency=FIXED_LATENCY))
+
+    def alu(make, reads, writes):
+        out.append(_Op(make, reads=tuple(_r(r) for r in reads), writes=tuple(_r(r) for r in writes),
+                       latency=FIXED_LATENCY))
+
+    alu(lambda c: E.imad(R(linear), R(z_sm), R(grid_y), R(ids + 3), control=c), (z_sm, grid_y, ids + 3), (linear,))
+    alu(lambda c: E.imad(R(linear), R(linear), R(grid_x), R(ids + 2), control=c), (linear, grid_x, ids + 2), (linear,))
+    alu(lambda c: E.imad(R(linear), R(linear), R(ntid), R(tid), control=c), (linear, ntid, tid), (linear,))
+    alu(lambda c: E.shf(R(linear), E.RZ, 5, R(linear), right=True, kind="U32", high=True, control=c),
+        (linear,), (linear,))
+    alu(lambda c: E.shf(R(ids + 1), E.RZ, 5, R(tid), right=True, kind="U32", high=True, control=c),
+        (tid,), (ids + 1,))
+    alu(lambda c: E.imad(R(slot_ptr), R(linear), R(slot_bytes), R(base), wide=True, control=c),
+        (linear, slot_bytes, base, base + 1), (slot_ptr, slot_ptr + 1))
+    predicates = liveness.free_predicates(0)
+    if not predicates:
+        raise TooFewRegisters(f"kernel {liveness.cfg.kernel}: no predicate is free at entry, for the prologue")
+    carry = predicates[0]
+    out.append(_Op(lambda c: E.iadd3(R(hdr[0]), R(slot_ptr), R(slot_bytes), carry_out=E.Pred(carry), control=c),
+                   reads=(_r(slot_ptr), _r(slot_bytes)), writes=(_r(hdr[0]), _p(carry)), latency=FIXED_LATENCY))
+    alu(lambda c: E.iadd3_x(R(hdr[1]), R(slot_ptr + 1), E.RZ, E.RZ, E.Pred(carry), control=c),
+        (slot_ptr + 1,), (hdr[1],))
+    out[-1].reads += (_p(carry),)
+    for ureg, reg in ((nxt, slot_ptr), (nxt + 1, slot_ptr + 1), (end, hdr[0]), (end + 1, hdr[1]), (room, capacity)):
+        out.append(_Op(lambda c, u=ureg, r=reg: E.r2ur(U(u), R(r), control=c), reads=(_r(reg),), writes=(_ur(ureg),),
+                       latency=SLOW_LATENCY))
+    store_board = PROLOGUE_BOARD
+    for offset, data, width in ((FORMAT["SH_GT_ENTRY"], times, 128), (FORMAT["SH_MAGIC"], ids, 128),
+                                (FORMAT["SH_BLOCK_Z"], z_sm, 64)):
+        out.append(_Op(lambda c, o=offset, d=data, w=width: E.stg_uniform(U(end), R(d), offset=o - _HEADER, width=w,
+                                                                          eviction="EF", control=c),
+                       reads=(_ur(end), _ur(end + 1)) + tuple(_r(data + k) for k in range(width // 32)),
+                       read_barrier=store_board))
+
+
+def _positions(liveness: Liveness, readings: list[Reading]) -> list[int]:
+    """Where each reading is taken: at its site, or, where no registers are free there, at the
+    nearest instruction of its block that has them, between its neighbours (records stay in
+    program order)."""
+    cfg = liveness.cfg
+    out = []
+    for k, reading in enumerate(readings):
+        i = reading.index
+        if not 0 <= i < len(cfg.instructions):
+            raise SassRewriteError(f"kernel {cfg.kernel}: a reading at instruction {i} is outside the kernel")
+        if _free_for_record(liveness, i, i, 1) is None:
+            block = cfg.block_at(i)
+            limit = readings[k + 1].index if k + 1 < len(readings) else len(cfg.instructions)
+            span = range(max(block.start, out[-1] if out else 0), min(block.end, limit + 1))
+            near = sorted((m for m in span if m != i), key=lambda m: (abs(m - i), m))
+            i = next((m for m in near[:MAX_SINK] if _free_for_record(liveness, m, m, 1) is not None), i)
+        out.append(i)
+    return out
+
+
+def _groups(liveness: Liveness, read_at: list[int]) -> list[list[int]]:
+    """Consecutive readings of one block share a record, READINGS_PER_RECORD at most, while
+    registers for all of them (and the site number) stay free from the first to the last."""
+    cfg = liveness.cfg
+    groups: list[list[int]] = []
+    for k, at in enumerate(read_at):
+        if groups:
+            group = groups[-1]
+            first = read_at[group[0]]
+            if (len(group) < READINGS_PER_RECORD and cfg.block_of[first] == cfg.block_of[at]
+                    and _free_for_record(liveness, first, at, len(group) + 1) is not None):
+                group.append(k)
+                continue
+        groups.append([k])
+    return groups
+
+
+def _record(liveness: Liveness, read_at: list[int], site: int, nxt: int, room: int, ops, late, limit: int) -> int:
+    """The probes of one record, its readings taken before the instructions `read_at` of one
+    block; returns the index its stores go before (sunk at most to `limit`, the next record's
+    first reading, so that records are written in program order)."""
+    cfg = liveness.cfg
+    first, last, count = read_at[0], read_at[-1], len(read_at)
+    block = cfg.block_at(first)
+    # Sink the stores as far as STORE_DISTANCE kernel cycles past the last reading, while the
+    # registers and a uniform predicate stay free, within the block.
+    choice, cycles = None, 0
+    for k in range(last, min(block.end - 1, limit, last + MAX_SINK)):
+        got = _free_for_record(liveness, first, k, count)
+        if got is None:
+            break
+        choice = (k + 1, got)
+        cycles += control_of(cfg.instructions[k]).stall
+        if cycles >= STORE_DISTANCE:
+            break
+    if choice is None:  # the stores go right after the last reading, before its instruction
+        got = _free_for_record(liveness, first, last, count)
+        if got is None:
+            raise TooFewRegisters(f"kernel {cfg.kernel}: no {count + 1} registers and a uniform predicate are free "
+                                  f"at instruction {first} ({cfg.instructions[first].opcode}) for a reading")
+        choice = (last, got)
+    j, up = choice
+    *times, rs = _record_registers(liveness, first, max(last, j - 1), block, count + 1)
+    R, U = E.Reg, E.UReg
+    late[first] += [
+        _Op(lambda c: E.mov(R(rs), site, control=c), writes=(_r(rs),), latency=FIXED_LATENCY),
+        _Op(lambda c: E.uisetp(E.UPred(up), "GT", U(room), 0, unsigned=False, control=c), reads=(_ur(room),),
+            writes=(_up(up),), latency=PREDICATE_LATENCY),
+    ]
+    for at, rt in zip(read_at, times):
+        late[at].append(_Op(lambda c, rt=rt: E.cs2r(R(rt), "SR_CLOCKLO", wide=False, control=c), writes=(_r(rt),),
+                            latency=SLOW_LATENCY))
+    stores = [_Op(lambda c, d=data, w=word: E.stg_uniform(U(nxt), R(d), offset=4 * w, eviction="EF", control=c),
+                  reads=(_ur(nxt), _ur(nxt + 1), _r(data)), read_barrier=-1)
+              for word, data in list(enumerate(times)) + [(READINGS_PER_RECORD, rs)]]
+    stores += [
+        _Op(lambda c: E.uiadd3(U(nxt), U(nxt), FORMAT["RECORD_BYTES"], guard=E.UPred(up), control=c),
+            reads=(_ur(nxt), _up(up)), writes=(_ur(nxt),), latency=FIXED_LATENCY),
+        _Op(lambda c: E.uiadd3(U(room), U(room), -count, control=c), reads=(_ur(room),),
+            writes=(_ur(room),), latency=FIXED_LATENCY),
+    ]
+    (late[last] if j == last else ops[j]).extend(stores)
+    return j
+
+
+def _record_registers(liveness: Liveness, i: int, k: int, block, count: int) -> list[int]:
+    """`count` registers free over i..k, those the kernel writes last after k in the block first
+    (none at all is best): the longer they stay untouched, the later the wait on the stores
+    reading them can go, and the likelier the kernel's own waits cover it."""
+    def next_write(r: int) -> int:
+        return next((m for m in range(k + 1, block.end) if liveness.uses[m].writes >> r & 1), block.end + r)
+    return sorted(liveness.free_registers(i, k), key=next_write, reverse=True)[:count]
+
+
+def _free_for_record(liveness: Liveness, i: int, k: int, readings: int) -> int | None:
+    """A uniform predicate free over i..k when `readings` + 1 registers are free there too."""
+    if len(liveness.free_registers(i, k)) < readings + 1:
+        return None
+    predicates = liveness.free_uniform_predicates(i, k)
+    return predicates[-1] if predicates else None
+
+
+def _epilogue(liveness: Liveness, exit_instruction, nxt: int, end: int, room: int, late) -> None:
+    """Before an EXIT: the exit timer and clock, the room left and the next record's address,
+    stored under the EXIT's own guard (a warp that goes on past a guarded EXIT writes them at
+    the one it takes)."""
+    e = exit_instruction.index
+    guard = _guard(liveness.cfg.kernel, exit_instruction)
+    R, U = E.Reg, E.UReg
+    try:
+        take = _Allocator(liveness, e, f"the EXIT at instruction {e}")
+        timer, clock, counts = take(2), take(2), take(2)
+    except TooFewRegisters:  # wait for the transfers still reading registers, which frees them
+        pending = liveness.scoreboards.pending(e)
+        late[e].append(_Op(lambda c: E.nop(control=c), wait=pending))
+        take = _Allocator(liveness, e, f"the EXIT at instruction {e}", in_flight=False)
+        timer, clock, counts = take(2), take(2), take(2)
+    late[e] += [
+        _Op(lambda c: E.cs2r(R(timer), "SR_GLOBALTIMERLO", control=c), writes=(_r(timer), _r(timer + 1)),
+            latency=SLOW_LATENCY),
+        _Op(lambda c: E.cs2r(R(clock), "SR_CLOCKLO", control=c), writes=(_r(clock), _r(clock + 1)),
+            latency=SLOW_LATENCY),
+        _Op(lambda c: E.mov(R(counts), U(room), control=c), reads=(_ur(room),), writes=(_r(counts),),
+            latency=FIXED_LATENCY),
+        _Op(lambda c: E.mov(R(counts + 1), U(nxt), control=c), reads=(_ur(nxt),), writes=(_r(counts + 1),),
+            latency=FIXED_LATENCY),
+    ]
+    for offset, data in ((FORMAT["SH_GT_EXIT"], timer), (FORMAT["SH_CK_EXIT"], clock), (FORMAT["SH_EVENTS"], counts)):
+        late[e].append(_Op(lambda c, o=offset, d=data: E.stg_uniform(U(end), R(d), offset=o - _HEADER, width=64,
+                                                                     eviction="EF", guard=guard, control=c),
+                           reads=(_ur(end), _ur(end + 1), _r(data), _r(data + 1))))
+
+
+class _Allocator:
+    """Aligned groups of the general registers free at one instruction, handed out once each."""
+
+    def __init__(self, liveness: Liveness, index: int, where: str, in_flight: bool = True):
+        if in_flight:
+            self.free = set(liveness.free_registers(index))
+        else:  # after a wait on every pending scoreboard: only what is live or touched here is busy
+            busy = liveness.live_in[index] | liveness.uses[index].reads | liveness.uses[index].writes
+            self.free = {r for r in range(liveness.register_limit) if not busy >> r & 1}
+        self.kernel, self.where = liveness.cfg.kernel, where
+
+    def __call__(self, width: int) -> int:
+        for r in sorted(self.free):
+            if r % width == 0 and all(r + k in self.free for k in range(width)):
+                self.free -= set(range(r, r + width))
+                return r
+        raise TooFewRegisters(f"kernel {self.kernel}: too few registers free at {self.where}")
+
+
+def _guard(kernel: str, instruction) -> E.Pred | None:
+    text = instruction.predicate
+    if text in (None, "@PT"):
+        return None
+    name = text.lstrip("@")
+    negated = name.startswith("!")
+    name = name.lstrip("!")
+    if not (name.startswith("P") and name[1:].isdigit()):
+        raise SassRewriteError(f"kernel {kernel}: the EXIT at instruction {instruction.index} is guarded by {text}, "
+                               "which a store cannot take")
+    return E.Pred(int(name[1:]), negated)
+
+
+# ---------------------------------------------------------------- stalls and waits
+
+def _schedule(liveness: Liveness, ops: dict[int, list[_Op]], state: tuple[int, ...]) -> dict[int, list[_Op]]:
+    """Walk each block with its probes in place, counting cycles by stall counts: a probe that
+    reads a result not ready yet gets a NOP (or a longer stall before it); results are ready by
+    the block's end; a variable-latency write is waited on by its first reader; registers a
+    store still reads are waited on before anything writes them, and by the block's end."""
+    cfg = liveness.cfg
+    instructions = cfg.instructions
+    out: dict[int, list[_Op]] = {}
+    for block in cfg.blocks:
+        cycle = 0
+        immediate = 0  # scoreboards to wait on before the next kernel instruction
+        ready: dict[int, int] = {}
+        written_by: dict[int, int] = {}   # register bit -> scoreboard of a variable-latency write
+        reading: dict[int, int] = {}      # register bit -> scoreboard a store reads it through
+        for p in range(block.start, block.end):
+            items: list[_Op] = []
+            for op in ops.get(p, []):
+                if op.read_barrier == -1:  # a record store
+                    op.read_barrier, now = _store_board(liveness, block, p, op)
+                    immediate |= now << op.read_barrier
+                need = max((ready.get(r, 0) for r in op.reads), default=0)
+                if need > cycle:
+                    cycle = _pad(items, need - cycle, cycle)
+                for r in op.reads:
+                    if r in written_by:
+                        op.wait |= 1 << written_by[r]
+                if op.wait:
+                    _release(op.wait, written_by, reading)
+                hazard = [r for r in op.writes if r in reading]
+                if hazard:
+                    waits = 0
+                    for r in hazard:
+                        waits |= 1 << reading[r]
+                    op.wait |= waits
+                    _release(waits, written_by, reading)
+                items.append(op)
+                for r in op.writes:
+                    if op.write_barrier != NO_BARRIER:
+                        written_by[r] = op.write_barrier
+                    ready[r] = cycle + op.latency
+                if op.read_barrier != NO_BARRIER:
+                    for r in op.reads:
+                        if r < regs.UNIFORM_BASE:
+                            reading[r] = op.read_barrier
+                cycle += op.stall
+            kernel = instructions[p]
+            use = liveness.uses[p]
+            _release(released(kernel), written_by, reading)  # the kernel's own waits cover the probes' too
+            touched = [r for r in reading if use.writes >> r & 1]
+            at_end = p == block.end - 1 and not (kernel.base == "EXIT" and kernel.predicate in (None, "@PT"))
+            waits = immediate
+            for r in (reading if at_end else touched):
+                waits |= 1 << reading[r]
+            if waits:
+                items.append(_Op(lambda c: E.nop(control=c), wait=waits))
+                _release(waits, written_by, reading)
+                immediate = 0
+                cycle += 1
+            if written_by and (at_end or any(use.reads >> r & 1 or use.writes >> r & 1 for r in written_by)):
+                raise SassRewriteError(f"kernel {cfg.kernel}: a probe's variable-latency result is still pending at "
+                                       f"instruction {p}")
+            if at_end:  # only the state registers live on into the next block
+                behind = max((ready.get(r, 0) for r in state), default=0) - (cycle + control_of(kernel).stall)
+                if behind > 0:
+                    cycle = _pad(items, behind, cycle)
+            if items:
+                out[p] = items
+            cycle += control_of(kernel).stall
+    return out
+
+
+def _store_board(liveness: Liveness, block, p: int, op: _Op) -> tuple[int, int]:
+    """(scoreboard, wait at once) for a record store inserted before instruction p. Best, a
+    scoreboard the kernel itself waits on before it next writes a register the store reads:
+    that wait covers the store too, and nothing is added. Else one the kernel leaves idle until
+    that write (a NOP waits there). Else one idle at p, or SB0, waited on at once."""
+    data = [r for r in op.reads if r < regs.UNIFORM_BASE]
+    instructions = liveness.cfg.instructions
+    write = next((k for k in range(p, block.end) if any(liveness.uses[k].writes >> r & 1 for r in data)), block.end)
+    for k in range(p, write):
+        freed = released(instructions[k]) & ((1 << SCOREBOARDS) - 1)
+        if freed:
+            return freed.bit_length() - 1, 0
+    boards = liveness.scoreboards.idle(p, max(p, write - 1))
+    if boards:
+        return boards[-1], 0
+    boards = liveness.scoreboards.idle(p)
+    return (boards[-1] if boards else 0), 1
+
+
+def _pad(items: list[_Op], cycles: int, cycle: int) -> int:
+    """Make `cycles` more cycles pass before the next instruction of `items`: a longer stall on
+    the last probe before it, NOPs for the rest."""
+    if items and items[-1].stall < MAX_STALL:
+        extra = min(cycles, MAX_STALL - items[-1].stall)
+        items[-1].stall += extra
+        cycles -= extra
+        cycle += extra
+    while cycles > 0:
+        stall = min(cycles, MAX_STALL)
+        items.append(_Op(lambda c: E.nop(control=c), stall=stall))
+        cycles -= stall
+        cycle += stall
+    return cycle
+
+
+def _release(mask: int, *tables: dict[int, int]) -> None:
+    for table in tables:
+        for r in [r for r, board in table.items() if mask >> board & 1]:
+            del table[r]
