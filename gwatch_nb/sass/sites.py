@@ -6,7 +6,8 @@ lies strictly between the scope's start and end marker lines in the markers' fil
 grouped by the innermost loop around them that is not itself wholly the scope's code (so a
 scope around a whole inner loop gets one pair per iteration of the loop outside it); a group
 whose first instruction's block dominates the group and whose last instruction's block every
-path from there reaches gets one start/end pair, any other group one pair per block."""
+path from there reaches gets one start/end pair; any other group in a loop one pair per
+iteration (the loop's header to its back edges), outside loops one pair per block."""
 from __future__ import annotations
 
 import os
@@ -163,14 +164,21 @@ def place(instructions, locations: list[Location | None], markers: list[Marker],
             groups[_key(cfg, cfg.loop_of[cfg.block_of[i]], inside)].append(i)
         pair = 0
         for loop, group in groups.items():
-            for first, last, blocks in _pairs(cfg, loop, group):
-                span = [i for i in range(first, last + 1) if cfg.block_of[i] in blocks]
+            # Read per iteration only where no other group of the scope repeats inside this loop.
+            alone = loop is not None and not any(other is not None and other != loop and
+                                                 cfg.loops[other].blocks < cfg.loops[loop].blocks for other in groups)
+            for first, lasts, blocks, iteration in _pairs(cfg, loop, group, alone):
+                if iteration:  # every instruction of the loop, wherever ptxas laid its blocks
+                    span = [i for b in sorted(blocks) for i in range(cfg.blocks[b].start, cfg.blocks[b].end)]
+                else:
+                    span = [i for i in range(first, lasts[0] + 1) if cfg.block_of[i] in blocks]
                 own = sum(i in member_set for i in span)
                 other = sum(i not in member_set and inner[i] != UNSCOPED for i in span)
                 counts = dict(loop=loop, span=len(span), own=own, other_scopes=other, unscoped=len(span) - own - other,
                               inferred=sum(inferred[i] for i in span if i in member_set))
                 sites.append(Site(scope_id, "start", pair, first, first, cfg.block_of[first], **counts))
-                sites.append(Site(scope_id, "end", pair, _end_index(cfg, last), last, cfg.block_of[last], **counts))
+                for last in lasts:
+                    sites.append(Site(scope_id, "end", pair, _end_index(cfg, last), last, cfg.block_of[last], **counts))
                 pair += 1
     return sorted(sites, key=lambda s: (s.index, s.kind == "start", s.scope))
 
@@ -204,10 +212,15 @@ def _key(cfg: ControlFlowGraph, loop: int | None, inside: set[int]) -> int | Non
     return loop
 
 
-def _pairs(cfg: ControlFlowGraph, loop: int | None, group: list[int]):
-    """(first, last, blocks) of each start/end pair of one group. First and last are taken among
+def _pairs(cfg: ControlFlowGraph, loop: int | None, group: list[int], alone: bool):
+    """(first, lasts, blocks, iteration) of each start/end pair of one group. First and last are taken among
     the instructions at the group's own loop level: the code of loops inside the scope runs
-    between them, wherever ptxas laid its blocks out."""
+    between them, wherever ptxas laid its blocks out. A group in a loop whose first block does not
+    lead to its last on every path (ptxas spread the scope over blocks taken one after another,
+    or on alternative paths, in each iteration) is read once per iteration of the loop, from its
+    header to each back edge, when the scope has no other group repeating inside that loop
+    (`alone`). Any other such group gets one pair per block (the alternative paths of a
+    warp-specialized kernel's partitions)."""
     level = [i for i in group if cfg.loop_of[cfg.block_of[i]] == loop] or group
     first, last = min(level), max(level)
     region = cfg.loops[loop].blocks if loop is not None else set(range(len(cfg.blocks)))
@@ -216,11 +229,14 @@ def _pairs(cfg: ControlFlowGraph, loop: int | None, group: list[int]):
     header = cfg.loops[loop].header if loop is not None else None
     if all(cfg.dominates(head, b) for b in blocks) and _always_reaches(cfg, head, tail, region, header):
         between = {b for b in region if cfg.dominates(head, b)}
-        return [(first, last, between)]
+        return [(first, (last,), between, False)]
+    if alone:
+        latches = tuple(cfg.blocks[tail_block].end - 1 for tail_block, _ in cfg.loops[loop].back_edges)
+        return [(cfg.blocks[header].start, latches, set(region), True)]
     out = []
     for b in sorted(blocks):
         inb = [i for i in group if cfg.block_of[i] == b]
-        out.append((min(inb), max(inb), {b}))
+        out.append((min(inb), (max(inb),), {b}, False))
     return out
 
 
