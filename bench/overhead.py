@@ -286,7 +286,7 @@ def _summary(rows):
         q = statistics.quantiles(times, n=10) if len(times) > 2 else [times[0], times[-1]]
         median = statistics.median(times)
         extra = ""
-        if r["variant"].startswith("gwatch"):
+        if r["variant"].startswith(("gwatch", "sass")):
             extra = (f"{r['events']:>14} {r['dropped']:>8} {r['bytes'] / 1e6:>9.1f} "
                      f"{r['host_us'] / 1e3 + r['collect_ms']:>9.1f} ms "
                      f"{r['instrument_ms']:>8.1f} ms {r['again_ms']:>5.1f} ms")

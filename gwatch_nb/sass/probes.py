@@ -46,6 +46,8 @@ STORE_DISTANCE = SLOW_LATENCY
 #: How far (instructions) a store may sink below its reading.
 MAX_SINK = 48
 PREDICATE_LATENCY = 13    # ISETP to a guard that reads its result (ptxas's own distance)
+#: CS2R of the clock to a reader of its result: ptxas itself leaves 7 to 9 cycles (scoreboards.py).
+CLOCK_LATENCY = 9
 FIRST_STATE_UR = 0        # ptxas never hands out UR0-UR3, but the H200 runs probes kept there
 PROLOGUE_BOARD = 5        # scoreboard of the prologue's S2R and LDC (nothing is pending at entry)
 MAX_STALL = 15
@@ -323,7 +325,7 @@ def _record(liveness: Liveness, read_at: list[int], site: int, nxt: int, room: i
     ]
     for at, rt in zip(read_at, times):
         late[at].append(_Op(lambda c, rt=rt: E.cs2r(R(rt), "SR_CLOCKLO", wide=False, control=c), writes=(_r(rt),),
-                            latency=SLOW_LATENCY))
+                            latency=CLOCK_LATENCY))
     stores = [_Op(lambda c, d=data, w=word: E.stg_uniform(U(nxt), R(d), offset=4 * w, eviction="EF", control=c),
                   reads=(_ur(nxt), _ur(nxt + 1), _r(data)), read_barrier=-1)
               for word, data in list(enumerate(times)) + [(READINGS_PER_RECORD, rs)]]
@@ -371,9 +373,9 @@ def _epilogue(liveness: Liveness, exit_instruction, nxt: int, end: int, room: in
         timer, clock, counts = take(2), take(2), take(2)
     late[e] += [
         _Op(lambda c: E.cs2r(R(timer), "SR_GLOBALTIMERLO", control=c), writes=(_r(timer), _r(timer + 1)),
-            latency=SLOW_LATENCY),
+            latency=CLOCK_LATENCY),
         _Op(lambda c: E.cs2r(R(clock), "SR_CLOCKLO", control=c), writes=(_r(clock), _r(clock + 1)),
-            latency=SLOW_LATENCY),
+            latency=CLOCK_LATENCY),
         _Op(lambda c: E.mov(R(counts), U(room), control=c), reads=(_ur(room),), writes=(_r(counts),),
             latency=FIXED_LATENCY),
         _Op(lambda c: E.mov(R(counts + 1), U(nxt), control=c), reads=(_ur(nxt),), writes=(_r(counts + 1),),
