@@ -174,7 +174,8 @@ def worker_gwatch(names, rounds, iters, subsets):
                     continue
                 try:
                     figures[label] = _traced(call, inputs, max(4, iters // 2), case["pattern"],
-                                             case["capacity"] * (4 if auto else 1), scopes, tier, auto)
+                                             case["capacity"] * (6 if auto else 2 if tier == "sass" else 1),
+                                             scopes, tier, auto)
                 except Exception as error:  # a variant that cannot trace this case is reported, not fatal
                     print(json.dumps({"case": name, "variant": label, "error": f"{type(error).__name__}: {error}"}),
                           flush=True)

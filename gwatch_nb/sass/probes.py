@@ -39,7 +39,8 @@ from gwatch_nb.sass.control import NO_BARRIER, SCOREBOARDS, Control
 from gwatch_nb.sass.liveness import Liveness
 from gwatch_nb.sass.scoreboards import FIXED_LATENCY, SLOW_LATENCY, control_of, released
 
-READINGS_PER_RECORD = FORMAT["READINGS_PER_RECORD"]  # readings in words 0.., the site in the last word
+READINGS_PER_RECORD = FORMAT["READINGS_PER_RECORD"]
+SITE_WORD = FORMAT["REC_SITE"] // 4  # a record's readings take the words just before its site's
 #: Kernel cycles (stall counts) the probes try to leave between a reading and its stores, so
 #: that the reading, the room test and the site number are ready without stalling the warp.
 STORE_DISTANCE = SLOW_LATENCY
@@ -171,8 +172,8 @@ def plan(liveness: Liveness, readings: list[Reading], params: Parameters, site_n
                             limit)
         except TooFewRegisters as error:
             raise TooFewRegisters(str(error), group[0]) from None
-        for word, k in enumerate(group):
-            stores[k], words[k] = store, word
+        for m, k in enumerate(group):
+            stores[k], words[k] = store, SITE_WORD - len(group) + m
         events[group[0]] = len(group)
     for instruction in instructions:
         if instruction.base == "EXIT" and instruction.predicate not in ("@!PT", "@!UPT") \
@@ -316,7 +317,8 @@ def _record(liveness: Liveness, read_at: list[int], site: int, nxt: int, room: i
                                   f"at instruction {first} ({cfg.instructions[first].opcode}) for a reading")
         choice = (last, got)
     j, up = choice
-    *times, rs = _record_registers(liveness, first, max(last, j - 1), block, count + 1)
+    words, vectors = _record_layout(liveness, first, max(last, j - 1), block, count)
+    rs, times = words[SITE_WORD], [words[SITE_WORD - count + m] for m in range(count)]
     R, U = E.Reg, E.UReg
     late[first] += [
         _Op(lambda c: E.mov(R(rs), site, control=c), writes=(_r(rs),), latency=FIXED_LATENCY),
@@ -326,9 +328,10 @@ def _record(liveness: Liveness, read_at: list[int], site: int, nxt: int, room: i
     for at, rt in zip(read_at, times):
         late[at].append(_Op(lambda c, rt=rt: E.cs2r(R(rt), "SR_CLOCKLO", wide=False, control=c), writes=(_r(rt),),
                             latency=CLOCK_LATENCY))
-    stores = [_Op(lambda c, d=data, w=word: E.stg_uniform(U(nxt), R(d), offset=4 * w, eviction="EF", control=c),
-                  reads=(_ur(nxt), _ur(nxt + 1), _r(data)), read_barrier=-1)
-              for word, data in list(enumerate(times)) + [(READINGS_PER_RECORD, rs)]]
+    stores = [_Op(lambda c, d=data, w=word, n=width: E.stg_uniform(U(nxt), R(d), offset=4 * w, width=32 * n,
+                                                                  eviction="EF", control=c),
+                  reads=(_ur(nxt), _ur(nxt + 1)) + tuple(_r(data + m) for m in range(width)), read_barrier=-1)
+              for word, data, width in vectors]
     stores += [
         _Op(lambda c: E.uiadd3(U(nxt), U(nxt), FORMAT["RECORD_BYTES"], guard=E.UPred(up), control=c),
             reads=(_ur(nxt), _up(up)), writes=(_ur(nxt),), latency=FIXED_LATENCY),
@@ -339,13 +342,38 @@ def _record(liveness: Liveness, read_at: list[int], site: int, nxt: int, room: i
     return j
 
 
-def _record_registers(liveness: Liveness, i: int, k: int, block, count: int) -> list[int]:
-    """`count` registers free over i..k, those the kernel writes last after k in the block first
-    (none at all is best): the longer they stay untouched, the later the wait on the stores
-    reading them can go, and the likelier the kernel's own waits cover it."""
-    def next_write(r: int) -> int:
-        return next((m for m in range(k + 1, block.end) if liveness.uses[m].writes >> r & 1), block.end + r)
-    return sorted(liveness.free_registers(i, k), key=next_write, reverse=True)[:count]
+def _record_layout(liveness: Liveness, i: int, k: int, block, count: int) -> tuple[dict[int, int], list]:
+    """Registers free over i..k for a record of `count` readings, and the stores that write it:
+    ({word: register}, [(first word, first register, words)]). The site is the last word, the
+    readings the words just before it. One 128-bit store where an aligned quad is free, else a
+    64-bit store of the last reading and the site from a free pair (and of the first two
+    readings from another), else 32-bit stores. Among free registers, those the kernel writes
+    last after k in the block come first (none at all is best): the longer they stay untouched,
+    the later the wait on the stores reading them can go, and the likelier the kernel's own
+    waits cover it."""
+    def next_write(r: int, width: int = 1) -> int:
+        return min(next((m for m in range(k + 1, block.end) if liveness.uses[m].writes >> (r + n) & 1),
+                        block.end + r) for n in range(width))
+    first_word = SITE_WORD - count
+    quads = sorted(liveness.free_registers(i, k, width=4), key=lambda r: next_write(r, 4), reverse=True)
+    if quads:
+        quad = quads[0]
+        return {w: quad + w for w in range(first_word, SITE_WORD + 1)}, [(0, quad, 4)]
+    words: dict[int, int] = {}
+    vectors = []
+    pairs = sorted(liveness.free_registers(i, k, width=2), key=lambda r: next_write(r, 2), reverse=True)
+    for low in (SITE_WORD - 1, 0):  # words 2-3 (the last reading and the site), then 0-1
+        if pairs and low >= first_word:
+            pair = pairs.pop(0)
+            words.update({low: pair, low + 1: pair + 1})
+            vectors.append((low, pair, 2))
+    taken = {r for _, first, n in vectors for r in range(first, first + n)}
+    singles = sorted((r for r in liveness.free_registers(i, k) if r not in taken), key=next_write, reverse=True)
+    for w in range(first_word, SITE_WORD + 1):
+        if w not in words:
+            words[w] = singles.pop(0)
+            vectors.append((w, words[w], 1))
+    return words, vectors
 
 
 def _free_for_record(liveness: Liveness, i: int, k: int, readings: int) -> int | None:
