@@ -62,7 +62,8 @@ def do_trace(fn: Callable[[], object], kernel_name_pattern: str, dsl: str = "tri
     ``"sass"`` (sm_90) splices the readings into the compiled kernel itself, so the
     kernel runs as it does untraced plus the readings (``trace.sites`` says where each
     went); ``"interpreter"`` records host time under ``TRITON_INTERPRET=1`` (no GPU
-    needed); ``"auto"`` is the GPU when there is one, else the interpreter. ``auto=True``
+    needed); ``"auto"`` is the sass tier on an sm_90 GPU, the ptx tier on another GPU, else
+    the interpreter. ``auto=True``
     (sass tier) also traces the automatic sites: the kernel, every loop's iterations and
     every blocking wait, for kernels with no markers at all. ``capacity``: events per warp (default: sized from free
     GPU memory). ``launches``: ``"all"``, ``"first"`` or N. ``scopes``: record only these

@@ -105,16 +105,17 @@ TIERS = {
 
 
 def resolve(tier: str) -> str:
-    """'auto' is the GPU when there is one, else the Triton interpreter; any other tier
-    is itself."""
+    """'auto' is the sass tier on a GPU it supports (sm_90), the ptx tier on any other GPU,
+    else the Triton interpreter; any other tier is itself."""
     if tier != "auto":
         return tier
     from .cuda import driver
+    from .cuda.sass_session import supported
     try:
         driver.init()
-        return "ptx"
     except GwatchError:
         return "interpreter"
+    return "sass" if supported(driver.device_info(driver.current_device())) is None else "ptx"
 
 
 def open_session(options: TraceOptions) -> TracingSession:

@@ -69,14 +69,19 @@
  * the compiled kernel, with these differences. Its kernels take three parameters after their
  * own: the address of slot 0 (u64), the slot's bytes (u32) and the capacity (u32). A record
  * holds the readings of up to READINGS_PER_RECORD sites of one basic block and its first
- * site, like the ptx tier's; it gets a row of its own when fewer than capacity events came
- * before it, and past that overwrites the slot's last SASS_OVERFLOW_ROWS rows, which the host
- * never reads. At exit a warp writes, in place of the events and records fields, the room it
- * had left (i32: capacity minus the events it tried; below zero when some were dropped) and
- * the low word of its next record's address (the records it wrote end there). */
-#define GWATCH_SASS_OVERFLOW_ROWS 1
+ * site, like the ptx tier's. Up to SASS_OVERFLOW_ROWS consecutive records of one block share
+ * one room test: they get rows of their own when fewer than capacity events came before them
+ * (at most GROUP_MAX_EVENTS - 1 events past the capacity, as on the ptx tier), and otherwise
+ * overwrite the rows after the last one written, which the host never reads (the slot has
+ * SASS_OVERFLOW_ROWS rows more for them). At exit a warp writes, in place of the events and
+ * records fields, the room it had left (i32: capacity minus the events it tried; below zero
+ * when some were dropped) and the low word of its next record's address (the rows it wrote
+ * end there). */
+#define GWATCH_SASS_OVERFLOW_ROWS 5
 #define GWATCH_SASS_SH_ROOM GWATCH_SH_EVENTS
 #define GWATCH_SASS_SH_NEXT GWATCH_SH_RECORDS
+_Static_assert(GWATCH_SASS_OVERFLOW_ROWS * GWATCH_READINGS_PER_RECORD < GWATCH_GROUP_MAX_EVENTS,
+               "a run of sass records holds fewer events than a group may pass the capacity by");
 
 /* The rewriter writes some fields with one vector store each (ptx_rewrite.c, the
  * prologue and a record): the fields each store covers must stay adjacent and aligned. */

@@ -30,13 +30,9 @@ class SassTraceSession(TraceSession):
 
     def start(self) -> None:
         driver.init()
-        device = driver.device_info(driver.current_device())
-        capability = (device.get("compute_capability_major", 0), device.get("compute_capability_minor", 0))
-        if capability not in SUPPORTED_CAPABILITIES:
-            shown = ", ".join(f"sm_{a}{b}" for a, b in SUPPORTED_CAPABILITIES)
-            raise UnsupportedGpuError(f"the sass tier supports {shown} (H100/H200); this GPU, "
-                                      f"{device.get('device', '?')}, is sm_{capability[0]}{capability[1]}; "
-                                      "use instrumentation_tier='ptx'")
+        problem = supported(driver.device_info(driver.current_device()))
+        if problem is not None:
+            raise UnsupportedGpuError(problem)
         super().start()
 
     def _build(self, context: int, function: int, source) -> InstrumentedKernel | None:
@@ -54,6 +50,17 @@ class SassTraceSession(TraceSession):
         out["sass"] = {k.name: dict(k.extra["cost"], left_out=k.extra["left_out"], seconds=k.extra["seconds"])
                        for k in kernels}
         return out
+
+
+def supported(device: dict) -> str | None:
+    """None when the sass tier can trace on this device (driver.device_info's dict), else the
+    one-line reason, naming what it supports."""
+    capability = (device.get("compute_capability_major", 0), device.get("compute_capability_minor", 0))
+    if capability in SUPPORTED_CAPABILITIES:
+        return None
+    shown = ", ".join(f"sm_{a}{b}" for a, b in SUPPORTED_CAPABILITIES)
+    return (f"the sass tier supports {shown} (H100/H200); this GPU, {device.get('device', '?')}, is "
+            f"sm_{capability[0]}{capability[1]}; use instrumentation_tier='ptx'")
 
 
 def sass_kernel(context: int, original_handle: int, source, scopes: frozenset | None,

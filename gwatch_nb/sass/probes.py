@@ -40,6 +40,8 @@ from gwatch_nb.sass.liveness import Liveness
 from gwatch_nb.sass.scoreboards import FIXED_LATENCY, SLOW_LATENCY, control_of, released
 
 READINGS_PER_RECORD = FORMAT["READINGS_PER_RECORD"]
+#: Records of one block that share a room test; the slot's overflow rows hold them all.
+MAX_RUN_RECORDS = FORMAT["SASS_OVERFLOW_ROWS"]
 SITE_WORD = FORMAT["REC_SITE"] // 4  # a record's readings take the words just before its site's
 #: Kernel cycles (stall counts) the probes try to leave between a reading and its stores, so
 #: that the reading, the room test and the site number are ready without stalling the warp.
@@ -165,16 +167,12 @@ def plan(liveness: Liveness, readings: list[Reading], params: Parameters, site_n
     read_at = _positions(liveness, readings)
     groups = _groups(liveness, read_at)
     stores, words, events = [0] * len(readings), [0] * len(readings), [0] * len(readings)
-    for g, group in enumerate(groups):
-        limit = read_at[groups[g + 1][0]] if g + 1 < len(groups) else len(instructions)
-        try:
-            store = _record(liveness, [read_at[k] for k in group], site_numbers[group[0]], nxt, room, ops, late,
-                            limit)
-        except TooFewRegisters as error:
-            raise TooFewRegisters(str(error), group[0]) from None
-        for m, k in enumerate(group):
-            stores[k], words[k] = store, SITE_WORD - len(group) + m
-        events[group[0]] = len(group)
+    for run in _runs(cfg, read_at, groups):
+        _run(liveness, run, read_at, groups, site_numbers, nxt, room, ops, late, stores)
+        for g in run:
+            for m, k in enumerate(groups[g]):
+                words[k] = SITE_WORD - len(groups[g]) + m
+            events[groups[g][0]] = len(groups[g])
     for instruction in instructions:
         if instruction.base == "EXIT" and instruction.predicate not in ("@!PT", "@!UPT") \
                 and cfg.reachable[cfg.block_of[instruction.index]]:
@@ -265,12 +263,12 @@ def _positions(liveness: Liveness, readings: list[Reading]) -> list[int]:
         i = reading.index
         if not 0 <= i < len(cfg.instructions):
             raise SassRewriteError(f"kernel {cfg.kernel}: a reading at instruction {i} is outside the kernel")
-        if _free_for_record(liveness, i, i, 1) is None:
+        if not _free_for_record(liveness, i, i, 1):
             block = cfg.block_at(i)
             limit = readings[k + 1].index if k + 1 < len(readings) else len(cfg.instructions)
             span = range(max(block.start, out[-1] if out else 0), min(block.end, limit + 1))
             near = sorted((m for m in span if m != i), key=lambda m: (abs(m - i), m))
-            i = next((m for m in near[:MAX_SINK] if _free_for_record(liveness, m, m, 1) is not None), i)
+            i = next((m for m in near[:MAX_SINK] if _free_for_record(liveness, m, m, 1)), i)
         out.append(i)
     return out
 
@@ -285,61 +283,116 @@ def _groups(liveness: Liveness, read_at: list[int]) -> list[list[int]]:
             group = groups[-1]
             first = read_at[group[0]]
             if (len(group) < READINGS_PER_RECORD and cfg.block_of[first] == cfg.block_of[at]
-                    and _free_for_record(liveness, first, at, len(group) + 1) is not None):
+                    and _free_for_record(liveness, first, at, len(group) + 1)):
                 group.append(k)
                 continue
         groups.append([k])
     return groups
 
 
-def _record(liveness: Liveness, read_at: list[int], site: int, nxt: int, room: int, ops, late, limit: int) -> int:
-    """The probes of one record, its readings taken before the instructions `read_at` of one
-    block; returns the index its stores go before (sunk at most to `limit`, the next record's
-    first reading, so that records are written in program order)."""
+def _runs(cfg, read_at: list[int], groups: list[list[int]]) -> list[list[int]]:
+    """Consecutive records of one block (MAX_RUN_RECORDS at most) form a run with one room test."""
+    runs: list[list[int]] = []
+    for g, group in enumerate(groups):
+        block = cfg.block_of[read_at[group[0]]]
+        if runs and len(runs[-1]) < MAX_RUN_RECORDS and cfg.block_of[read_at[groups[runs[-1][0]][0]]] == block:
+            runs[-1].append(g)
+        else:
+            runs.append([g])
+    return runs
+
+
+def _run(liveness: Liveness, run: list[int], read_at: list[int], groups: list[list[int]], site_numbers: list[int],
+         nxt: int, room: int, ops, late, stores: list[int]) -> None:
+    """The probes of a run of records: one room test and one room update at its first reading,
+    record m at row `next` + m, and one advance of `next` past the run's rows after its last
+    stores when the test passed. Where no uniform predicate stays free over the whole run, each
+    record is a run of its own."""
+    cfg = liveness.cfg
+    instructions = cfg.instructions
+    first = read_at[groups[run[0]][0]]
+    mark = len(late[first])  # the room test goes before the run's first probes
+    placed = []
+    for m, g in enumerate(run):
+        nxt_first = read_at[groups[g + 1][0]] if g + 1 < len(groups) else len(instructions)
+        try:
+            placed.append(_record(liveness, [read_at[k] for k in groups[g]], site_numbers[groups[g][0]], m, nxt,
+                                  ops, late, nxt_first))
+        except TooFewRegisters as error:
+            raise TooFewRegisters(str(error), groups[g][0]) from None
+        for k in groups[g]:
+            stores[k] = placed[-1][0]
+    j, where = placed[-1]
+    predicates = liveness.free_uniform_predicates(first, max(first, j - 1))
+    if not predicates:
+        if len(run) == 1:
+            raise TooFewRegisters(f"kernel {cfg.kernel}: no uniform predicate is free from instruction {first} to "
+                                  f"{j} for a record", groups[run[0]][0])
+        raise SassRewriteError(f"kernel {cfg.kernel}: no uniform predicate is free over the records of instructions "
+                               f"{first}..{j} (split them)")
+    up = predicates[-1]
+    events = sum(len(groups[g]) for g in run)
+    R, U = E.Reg, E.UReg
+    late[first][mark:mark] = [
+        _Op(lambda c: E.uisetp(E.UPred(up), "GT", U(room), 0, unsigned=False, control=c), reads=(_ur(room),),
+            writes=(_up(up),), latency=PREDICATE_LATENCY),
+        _Op(lambda c: E.uiadd3(U(room), U(room), -events, control=c), reads=(_ur(room),),
+            writes=(_ur(room),), latency=FIXED_LATENCY),
+    ]
+    where.append(_Op(lambda c: E.uiadd3(U(nxt), U(nxt), FORMAT["RECORD_BYTES"] * len(run), guard=E.UPred(up),
+                                        control=c), reads=(_ur(nxt), _up(up)), writes=(_ur(nxt),),
+                     latency=FIXED_LATENCY))
+
+
+def _record(liveness: Liveness, read_at: list[int], site: int, row: int, nxt: int, ops, late,
+            limit: int) -> tuple[int, list]:
+    """The probes of one record, row `row` of its run, its readings taken before the
+    instructions `read_at` of one block; returns the index its stores go before (sunk at most
+    to `limit`, the next record's first reading, so that records are written in program order)
+    and the list they are in."""
     cfg = liveness.cfg
     first, last, count = read_at[0], read_at[-1], len(read_at)
     block = cfg.block_at(first)
     # Sink the stores as far as STORE_DISTANCE kernel cycles past the last reading, while the
-    # registers and a uniform predicate stay free, within the block.
-    choice, cycles = None, 0
+    # registers stay free, within the block.
+    j, cycles = None, 0
     for k in range(last, min(block.end - 1, limit, last + MAX_SINK)):
-        got = _free_for_record(liveness, first, k, count)
-        if got is None:
+        if len(liveness.free_registers(first, k)) < count:
             break
-        choice = (k + 1, got)
+        j = k + 1
         cycles += control_of(cfg.instructions[k]).stall
         if cycles >= STORE_DISTANCE:
             break
-    if choice is None:  # the stores go right after the last reading, before its instruction
-        got = _free_for_record(liveness, first, last, count)
-        if got is None:
-            raise TooFewRegisters(f"kernel {cfg.kernel}: no {count + 1} registers and a uniform predicate are free "
-                                  f"at instruction {first} ({cfg.instructions[first].opcode}) for a reading")
-        choice = (last, got)
-    j, up = choice
-    words, vectors = _record_layout(liveness, first, max(last, j - 1), block, count)
-    rs, times = words[SITE_WORD], [words[SITE_WORD - count + m] for m in range(count)]
+    if j is None:  # the stores go right after the last reading, before its instruction
+        if len(liveness.free_registers(first, last)) < count:
+            raise TooFewRegisters(f"kernel {cfg.kernel}: no {count} registers are free at instruction {first} "
+                                  f"({cfg.instructions[first].opcode}) for a reading")
+        j = last
+    window = max(last, j - 1)
     R, U = E.Reg, E.UReg
-    late[first] += [
-        _Op(lambda c: E.mov(R(rs), site, control=c), writes=(_r(rs),), latency=FIXED_LATENCY),
-        _Op(lambda c: E.uisetp(E.UPred(up), "GT", U(room), 0, unsigned=False, control=c), reads=(_ur(room),),
-            writes=(_up(up),), latency=PREDICATE_LATENCY),
-    ]
+    if len(liveness.free_registers(first, window)) > count:
+        words, vectors = _record_layout(liveness, first, window, block, count)
+        rs, times = words[SITE_WORD], [words[SITE_WORD - count + m] for m in range(count)]
+        late[first].append(_Op(lambda c: E.mov(R(rs), site, control=c), writes=(_r(rs),), latency=FIXED_LATENCY))
+    else:  # registers are short at the readings: the site's number is set nearer its store
+        times = sorted(liveness.free_registers(first, window), reverse=True)[:count]
+        at, rs = _site_register(liveness, first, window, set(times))
+        if rs is None:
+            raise TooFewRegisters(f"kernel {cfg.kernel}: no register is free for a record's site between "
+                                  f"instructions {first} and {window}")
+        vectors = [(SITE_WORD - count + m, rt, 1) for m, rt in enumerate(times)] + [(SITE_WORD, rs, 1)]
+        mov = _Op(lambda c: E.mov(R(rs), site, control=c), writes=(_r(rs),), latency=FIXED_LATENCY)
+        (late[first] if at == first else ops[at]).append(mov)
     for at, rt in zip(read_at, times):
         late[at].append(_Op(lambda c, rt=rt: E.cs2r(R(rt), "SR_CLOCKLO", wide=False, control=c), writes=(_r(rt),),
                             latency=CLOCK_LATENCY))
-    stores = [_Op(lambda c, d=data, w=word, n=width: E.stg_uniform(U(nxt), R(d), offset=4 * w, width=32 * n,
-                                                                  eviction="EF", control=c),
-                  reads=(_ur(nxt), _ur(nxt + 1)) + tuple(_r(data + m) for m in range(width)), read_barrier=-1)
-              for word, data, width in vectors]
-    stores += [
-        _Op(lambda c: E.uiadd3(U(nxt), U(nxt), FORMAT["RECORD_BYTES"], guard=E.UPred(up), control=c),
-            reads=(_ur(nxt), _up(up)), writes=(_ur(nxt),), latency=FIXED_LATENCY),
-        _Op(lambda c: E.uiadd3(U(room), U(room), -count, control=c), reads=(_ur(room),),
-            writes=(_ur(room),), latency=FIXED_LATENCY),
-    ]
-    (late[last] if j == last else ops[j]).extend(stores)
-    return j
+    offset = row * FORMAT["RECORD_BYTES"]
+    where = late[last] if j == last else ops[j]
+    where.extend(_Op(lambda c, d=data, w=word, n=width: E.stg_uniform(U(nxt), R(d), offset=offset + 4 * w,
+                                                                      width=32 * n, eviction="EF", control=c),
+                     reads=(_ur(nxt), _ur(nxt + 1)) + tuple(_r(data + m) for m in range(width)), read_barrier=-1)
+                 for word, data, width in vectors)
+    return j, where
 
 
 def _record_layout(liveness: Liveness, i: int, k: int, block, count: int) -> tuple[dict[int, int], list]:
@@ -376,12 +429,19 @@ def _record_layout(liveness: Liveness, i: int, k: int, block, count: int) -> tup
     return words, vectors
 
 
-def _free_for_record(liveness: Liveness, i: int, k: int, readings: int) -> int | None:
-    """A uniform predicate free over i..k when `readings` + 1 registers are free there too."""
-    if len(liveness.free_registers(i, k)) < readings + 1:
-        return None
-    predicates = liveness.free_uniform_predicates(i, k)
-    return predicates[-1] if predicates else None
+def _site_register(liveness: Liveness, first: int, window: int, taken: set[int]) -> tuple[int, int | None]:
+    """(where, register): the earliest instruction from `first` on from which a register other
+    than `taken` stays free up to `window`, for a record's site number."""
+    for at in range(first, window + 1):
+        free = [r for r in liveness.free_registers(at, window) if r not in taken]
+        if free:
+            return at, free[-1]
+    return window, None
+
+
+def _free_for_record(liveness: Liveness, i: int, k: int, readings: int) -> bool:
+    """Whether registers for `readings` readings are free over i..k."""
+    return len(liveness.free_registers(i, k)) >= readings
 
 
 def _epilogue(liveness: Liveness, exit_instruction, nxt: int, end: int, room: int, late) -> None:
