@@ -59,13 +59,17 @@ def do_trace(fn: Callable[[], object], kernel_name_pattern: str, dsl: str = "tri
     ``kernel_name_pattern`` (``re.search``).
 
     ``instrumentation_tier``: ``"ptx"`` traces on the GPU with readings in the PTX;
-    ``"sass"`` (sm_90) splices the readings into the compiled kernel itself, so the
+    ``"sass"`` (sm_90 only) splices the readings into the compiled kernel itself, so the
     kernel runs as it does untraced plus the readings (``trace.sites`` says where each
-    went); ``"interpreter"`` records host time under ``TRITON_INTERPRET=1`` (no GPU
-    needed); ``"auto"`` is the sass tier on an sm_90 GPU, the ptx tier on another GPU, else
-    the interpreter. ``auto=True``
-    (sass tier) also traces the automatic sites: the kernel, every loop's iterations and
-    every blocking wait, for kernels with no markers at all. ``capacity``: events per warp (default: sized from free
+    went; a reading no registers are free for is left out with its pair, and
+    ``trace.meta["sass"]`` names it); ``"interpreter"`` records host time under
+    ``TRITON_INTERPRET=1`` (no GPU needed); ``"auto"`` is the sass tier on an sm_90 GPU,
+    the ptx tier on another GPU, else the interpreter. ``auto=True`` (only with
+    ``instrumentation_tier="sass"``) also traces the automatic sites, beside the markers or
+    in kernels that have none: every loop's iterations and every blocking wait (mbarrier,
+    wgmma, barrier, async copy), each a scope of its own named like
+    ``"loop attention.py:37"`` (ids from 28672, ``sass.instrument.AUTO_SCOPE_BASE``, up;
+    each warp's whole life is in ``trace.warps``). ``capacity``: events per warp (default: sized from free
     GPU memory). ``launches``: ``"all"``, ``"first"`` or N. ``scopes``: record only these
     scopes (ids, or names from ``scope_name_map``); the other markers stay idle and cost
     nothing, so the kernel runs closer to its own speed. ``warmup``: runs of ``fn``
@@ -87,8 +91,10 @@ def do_trace(fn: Callable[[], object], kernel_name_pattern: str, dsl: str = "tri
     untraced launches fn makes of the same kernel and config (beyond ``launches``, or
     the autotuner's benchmark launches), where there are any.
 
-    Raises NoMatchingKernelError (listing what did launch) when nothing matched, and
-    TraceFailedError when matching launches could not be traced."""
+    Raises OptionError for a bad option (``auto=True`` on a tier other than sass
+    included) and UnsupportedGpuError for the sass tier on a GPU other than sm_90, both
+    before ``fn`` runs; NoMatchingKernelError (listing what did launch) when nothing
+    matched, and TraceFailedError when matching launches could not be traced."""
     _check_dsl(dsl)
     warmup, rep = _runs("warmup", warmup, 0), _runs("rep", rep, 1)
     options = TraceOptions(kernel_name_pattern, instrumentation_tier, capacity, launches,

@@ -5,7 +5,9 @@
     out = attention(q, k, v)
 
 (``-s dot_qk`` records only that scope: the fewer scopes traced, the closer the kernel
-runs to its untraced speed.)
+runs to its untraced speed. On sm_90, ``-t sass`` puts the readings into the compiled
+kernel itself, and ``-t sass --auto`` also traces every loop and blocking wait, markers
+or none.)
 
 The cell runs once, through the shell, exactly as it would without the magic (its
 output, its variables, its last expression); the trace is stopped in a ``finally``, so
@@ -97,10 +99,11 @@ class GwatchMagics(Magics):
               "(the others cost nothing)")
     @argument("-l", "--launches", default="all", help="which matching launches to trace: first, all, or N")
     @argument("-t", "--tier", default="auto", choices=list(tier_choices()),
-              help="ptx: on the GPU, readings in the PTX; sass: readings spliced into the compiled kernel (sm_90); "
-              "interpreter: host time under TRITON_INTERPRET=1; auto: the GPU if there is one")
-    @argument("--auto", action="store_true", help="sass tier: also trace the automatic sites (the kernel, every "
-              "loop's iterations, every blocking wait), for kernels with no markers")
+              help="ptx: on the GPU, readings in the PTX; sass: readings spliced into the compiled kernel "
+              "(sm_90 only); interpreter: host time under TRITON_INTERPRET=1; auto: ptx if there is a GPU, "
+              "else interpreter")
+    @argument("--auto", action="store_true", help="with -t sass: also trace the automatic sites (every loop's "
+              "iterations, every blocking wait), beside the markers or in kernels that have none")
     @argument("--configs", action="store_true", help="an autotuned kernel: trace one launch of each config the "
               "autotuner tries (it benchmarks again) and show the comparison across them, the chosen one marked")
     @argument("--baseline", type=int, default=0, help="replay the first traced launch N times untraced to measure "

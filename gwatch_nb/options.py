@@ -43,8 +43,9 @@ class TraceOptions:
     tries (autotune.py) instead of the user's own launch. ``baseline``: replay the first
     traced launch of each kernel this many times untraced, to time what tracing cost
     (only for kernels whose launches may be repeated: they must not write their inputs).
-    ``auto``: on the sass tier, also trace the automatic sites (kernel, loops, waits;
-    docs/sass/sites.md), with or without markers. ``on_instrument``: told a kernel's name
+    ``auto``: on the sass tier (``tier`` "sass"), also trace the automatic sites, every
+    loop's iterations and every blocking wait (docs/sass/sites.md), with or without
+    markers; any other tier refuses it once "auto" is resolved. ``on_instrument``: told a kernel's name
     before it is instrumented (the first time can take a second)."""
     kernel_name_pattern: str
     tier: str = "auto"

@@ -1,4 +1,5 @@
-"""docs/FORMAT.md describes the trace buffer; native/gwatch_format.h defines it. They agree."""
+"""docs/FORMAT.md describes the trace buffer; native/gwatch_format.h defines it. They agree,
+the sass tier's use of it included."""
 import os
 import re
 
@@ -14,6 +15,15 @@ def _buffer_section() -> str:
     return text[start:text.index("\n## ", start + 1)]
 
 
+OFFSET_PREFIXES = ("GH_", "SH_", "REC_", "SASS_SH_")
+
+
+def _sass_section() -> str:
+    """The buffer section's part on the sass tier, its lines joined (a phrase may wrap)."""
+    section = _buffer_section()
+    return " ".join(section[section.index("### On the sass tier"):].split())
+
+
 def _rows():
     """(offset, [constant names]) for every table row that names a layout constant."""
     for line in _buffer_section().splitlines():
@@ -26,13 +36,13 @@ def test_every_documented_offset_is_the_headers():
     rows = list(_rows())
     assert len(rows) >= 18
     for offset, names in rows:
-        for name in (n for n in names if n.startswith(("GH_", "SH_", "REC_"))):
+        for name in (n for n in names if n.startswith(OFFSET_PREFIXES)):
             assert FORMAT[name] == offset, f"{name}: header says {FORMAT[name]}, FORMAT.md says {offset}"
 
 
 def test_every_offset_constant_is_documented():
     documented = {n for _, names in _rows() for n in names}
-    offsets = {k for k in FORMAT if k.startswith(("GH_", "SH_", "REC_"))}
+    offsets = {k for k in FORMAT if k.startswith(OFFSET_PREFIXES)}
     assert offsets <= documented, offsets - documented
 
 
@@ -52,3 +62,20 @@ def test_documented_magics_and_sizes():
     assert f"slot_records × {FORMAT['RECORD_BYTES']} + {FORMAT['SLOT_HEADER_BYTES']}" in section
     assert SLOT_HEADER_DTYPE.itemsize == FORMAT["SLOT_HEADER_BYTES"]
     assert RECORD_DTYPE.itemsize == FORMAT["RECORD_BYTES"]
+
+
+def test_the_sass_tier_section_states_its_constants():
+    section = _sass_section()
+    assert f"`SASS_OVERFLOW_ROWS` ({FORMAT['SASS_OVERFLOW_ROWS']})" in section
+    assert "up to `READINGS_PER_RECORD` sites" in section
+    # the exit fields take the places of the events and records counts
+    assert FORMAT["SASS_SH_ROOM"] == FORMAT["SH_EVENTS"] and FORMAT["SASS_SH_NEXT"] == FORMAT["SH_RECORDS"]
+    assert "`SASS_SH_ROOM` (= `SH_EVENTS`)" in section and "`SASS_SH_NEXT` (= `SH_RECORDS`)" in section
+    assert "`slot_records − SASS_OVERFLOW_ROWS`" in section
+
+
+def test_the_sass_tier_section_names_the_parameters_the_tier_appends():
+    from gwatch_nb.sass.instrument import PARAMETERS
+    section = _sass_section()
+    named = re.findall(r"`(\w+)` \((u\d+):", section)
+    assert [(name, int(kind[1:]) // 8) for name, kind in named] == list(PARAMETERS)
