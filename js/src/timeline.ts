@@ -2,6 +2,7 @@
 
 import { buildLanes, layoutRows, rowAt, shownNode, ROW_PADDING, TRACK_HEIGHT, type LaneNode, type Lanes, type Row } from "./lanes";
 import { firstStartingAt } from "./lod";
+import { showSites, sitesOf } from "./details";
 import { onThemeChange } from "./charttheme";
 import { AXIS_HEIGHT, GUTTER_WIDTH, Painter, type Theme } from "./painter";
 import { decodePayload, type Payload, type TimelineData } from "./payload";
@@ -50,6 +51,7 @@ export class Timeline {
   private readonly tooltip: HTMLDivElement;
   private readonly status: HTMLSpanElement;
   private readonly selection: HTMLSpanElement;
+  private readonly details: HTMLDivElement;
   private readonly rulerText: HTMLSpanElement;
   private readonly searchBox: HTMLInputElement;
   private readonly searchCount: HTMLSpanElement;
@@ -110,6 +112,8 @@ export class Timeline {
       + "click: select · click a group: expand/collapse";
     this.rulerText = element("span", "gw-ruler", footer);
     this.selection = element("span", "gw-selection", footer);
+    this.details = element("div", "gw-details", this.root);
+    this.details.hidden = true;
 
     this.bindInput(signal);
     this.bindModel(signal);
@@ -249,6 +253,9 @@ export class Timeline {
     const row = (value as { row?: unknown } | null)?.row;
     this.selected = typeof row === "number" && row >= 0 && row < this.data.instances.count ? row : -1;
     this.selection.textContent = this.selected >= 0 ? `selected: ${this.describeShort(this.selected)}` : "";
+    const d = this.selected >= 0 ? this.describe(this.selected) : null;
+    const scope = d ? String(d.scope) : "";
+    showSites(this.details, scope, d ? sitesOf(this.data.sites, String(d.kernel), scope) : [], this.data.sitesRule);
     this.requestDraw();
   }
 
