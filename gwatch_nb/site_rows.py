@@ -31,6 +31,14 @@ def sharpness(own, span) -> str | None:
     return next(word for lowest, word in SHARPNESS if share >= lowest)
 
 
+def label(record: dict) -> str:
+    """A record's sharpness as the views print it: "mixed 56%", or "-" without a span."""
+    if record["sharpness"] is None:
+        return "-"
+    # Halves round up, as the timeline's details (Math.round) print them.
+    return f"{record['sharpness']} {math.floor(100 * record['own'] / record['span'] + 0.5)}%"
+
+
 def _plain(value):
     """JSON-ready: NaN and None to None, integral floats (pandas widens columns with gaps) to int."""
     if value is None:

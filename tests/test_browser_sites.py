@@ -1,6 +1,8 @@
 """The details panel of a selected instance in Chromium, on HTML reports of real H200 traces:
 on the sass tier it lists the readings of the instance's scope exactly as trace.sites has
 them; a selection cleared, or a trace of another tier, shows no panel."""
+import math
+
 import pandas as pd
 import pytest
 
@@ -41,7 +43,7 @@ def _expected(trace, kernel: str, name: str) -> tuple[list[str], dict[int, list[
         if pd.notna(r.span):
             share = r.own / r.span
             word = "sharp" if share == 1 else "tight" if share >= 0.9 else "mixed" if share >= 0.5 else "blurred"
-            sharpness = f"{word} {round(100 * share)}%"
+            sharpness = f"{word} {math.floor(100 * share + 0.5)}%"
         else:
             sharpness = "-"
         rows[int(r.site)] = ([str(r.scope)] if several else []) + [

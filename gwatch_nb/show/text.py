@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import overhead
+from .. import overhead, site_rows
 from ..units import format_ns, format_scaled, range_unit
 from .raster import ABSENT, IDLE
 
@@ -223,11 +223,10 @@ def sites(s: dict, style: Style, width: int) -> list[str]:
         labels[len(rows)] = ((f"{scope['kernel']}{style.dot}" if several_kernels else "") + scope["scope"]
                              + (f" [{scope['scope_id']}]" if names.count(scope["scope"]) > 1 else ""))
         for r in scope["readings"]:
-            share = f" {100 * r['own'] / r['span']:.0f}%" if r["sharpness"] else ""
             rows.append([r["kind"], r["origin"], r["pair"], r["index"]]
                         + ([f"{r['moved']:+d}" if r["moved"] else ""] if moved else [])
                         + [r["store"], _dash(r["loop"]), _dash(r["span"]), _dash(r["own"]), _dash(r["other_scopes"]),
-                           _dash(r["unscoped"]), (r["sharpness"] or "-") + share])
+                           _dash(r["unscoped"]), site_rows.label(r)])
     table = _table(header, rows, left=2)
     lines = ["SITES (per scope, where its clock readings landed in the compiled kernel)"]
     legend = ("at: the SASS instruction a reading is taken just before"
