@@ -1,6 +1,7 @@
 """The details panel of a selected instance in Chromium, on HTML reports of real H200 traces:
 on the sass tier it lists the readings of the instance's scope exactly as trace.sites has
-them; a selection cleared, or a trace of another tier, shows no panel."""
+them (and the toolbar names the tier); a selection cleared, or a trace of another tier,
+shows no panel."""
 import math
 
 import pandas as pd
@@ -73,6 +74,8 @@ def test_the_details_list_the_selected_scopes_readings(session, tmp_path, fixtur
     path = tmp_path / "sass.html"
     trace.to_html(path)
     timeline = session.open(path)
+    assert timeline.query_selector(".gw-time-source").inner_text() == "GPU time (sass tier)"
+    assert "compiled kernel (after ptxas)" in timeline.query_selector(".gw-time-source").get_attribute("title")
     panel = timeline.query_selector(".gw-details")
     assert panel.is_hidden()
     for query in queries:
@@ -101,6 +104,7 @@ def test_a_ptx_trace_shows_no_details_panel(session, tmp_path):
     path = tmp_path / "ptx.html"
     trace.to_html(path)
     timeline = session.open(path)
+    assert timeline.query_selector(".gw-time-source").inner_text() == "GPU time"
     _select_first_match(session, timeline, "softmax")
     assert timeline.query_selector(".gw-details").is_hidden()
     session.assert_clean()

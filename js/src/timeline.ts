@@ -147,7 +147,9 @@ export class Timeline {
   private buildTimeSource(toolbar: HTMLElement): void {
     const source = element("span", "gw-time-source", toolbar);
     const host = this.data.tier === "interpreter";
-    source.textContent = host ? "host time (interpreter), not GPU time" : "GPU time";
+    // The sass tier reads the clock at instructions of the compiled kernel: say which GPU tier.
+    source.textContent = host ? "host time (interpreter), not GPU time"
+      : this.data.tier === "sass" ? "GPU time (sass tier)" : "GPU time";
     source.classList.toggle("gw-host-time", host);
     source.title = `time: ${this.data.timeSource}; 0 = the launch's first warp entry`;
   }
