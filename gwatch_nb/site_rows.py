@@ -56,14 +56,13 @@ def _plain(value):
 def records(trace: "Trace") -> list[dict]:
     """One record per reading (``FIELDS``), in trace.sites' order; empty on tiers without sites.
     ``moved`` is 0 in archives written before readings could move."""
-    sites = trace.sites
     out = []
-    for row in sites.to_dict("records"):
-        record = {key: _plain(row.get(key)) for key in FIELDS if key not in ("scope_id", "scope", "sharpness")}
-        record["scope_id"], record["scope"] = int(row["scope"]), str(row["name"])
-        record["moved"] = record["moved"] or 0
+    for row in trace.sites.to_dict("records"):
+        record = {key: _plain(row.get(key)) for key in FIELDS}
+        # trace.sites' "scope" is the id and "name" its name: the records say scope for the name.
+        record.update(scope_id=int(row["scope"]), scope=str(row["name"]), moved=record["moved"] or 0)
         record["sharpness"] = sharpness(record["own"], record["span"])
-        out.append({key: record[key] for key in FIELDS})
+        out.append(record)
     return out
 
 

@@ -249,3 +249,26 @@ def test_other_tiers_show_no_sites_unless_asked(fixture_path, capsys, name):
     out = capsys.readouterr().out
     assert out.splitlines()[-1] == ("SITES: none (the ptx tier reads no sites; instrumentation_tier='sass' places "
                                     "readings in the compiled kernel)")
+
+
+def test_sharpness_words_follow_own_over_span():
+    from gwatch_nb.site_rows import sharpness
+    cases = {(10, 10): "sharp", (9, 10): "tight", (90, 100): "tight", (89, 100): "mixed", (1, 2): "mixed",
+             (49, 100): "blurred", (0, 5): "blurred", (0, 0): None, (None, None): None}
+    assert {case: sharpness(*case) for case in cases} == cases
+
+
+def test_a_reading_that_moved_shows_by_how_much(fixture_path, capsys, tmp_path):
+    trace = gwatch_nb.load(fixture_path("attention_sass_h200.json"))
+    sites = dict(trace.meta["sites"])
+    sites["moved"] = [2 if site == 4 else 0 for site in sites["site"]]  # load_kv's second start, 2 later
+    sites["index"] = [i + m for i, m in zip(sites["index"], sites["moved"])]
+    moved = gwatch_nb.Trace(trace.records, trace.scope_names, {**trace.meta, "sites": sites})
+    moved.save(tmp_path / "moved.json")
+    assert main(["show", str(tmp_path / "moved.json"), "--sites", "--scope", "load_kv", "--width", "100"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    header = next(line for line in lines if line.split()[:5] == ["kind", "origin", "pair", "at", "moved"])
+    assert "moved: how far it moved from its site" in "\n".join(lines)
+    rows = [line.split() for line in lines[lines.index(header) + 2:]]
+    assert rows[2][:6] == ["start", "marker", "1", "340", "+2", "344"]
+    assert rows[0][:5] == ["start", "marker", "0", "138", "148"]  # an empty moved cell
