@@ -35,10 +35,12 @@ examples:
   gwatch show trace.json --longest softmax --longest-bubble --tid "[0,127]"
   gwatch show trace.json --timeline --sort-by bubble
 
-sections shown when none is given: {defaults}.
+sections shown when none is given:
+  {defaults}.
 Times are on each launch's own axis, from its start; a bare number is in
 microseconds for --from/--to, in ns (timer ticks) for G-Watch's --stime/--etime.
-""".format(defaults=", ".join(f"--{name}" for name in VIEWS))
+""".format(defaults=", ".join(s.flags[0] + (f" (on {'/'.join(s.tiers)}-tier traces)" if s.tiers else "")
+                               for s in SECTIONS if s.default))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -62,10 +64,10 @@ def build_parser() -> argparse.ArgumentParser:
     for section in SECTIONS:
         if section.metavar:
             views.add_argument(*section.flags, action="append", dest=section.name, default=[],
-                               metavar=section.metavar, help=section.help)
+                               metavar=section.metavar, help=section.help.replace("%", "%%"))
         else:
             views.add_argument(*section.flags, action="append_const", dest="views", const=section.name,
-                               help=section.help)
+                               help=section.help.replace("%", "%%"))
     _add_part_options(show)
     chosen = show.add_argument_group("selection")
     chosen.add_argument("--launch", type=int, metavar="N", help="launch index (0-based; default: the first)")
@@ -175,7 +177,7 @@ def _show(args) -> int:
                           start_ns=args.start, end_ns=args.end)
     named = {s.name: getattr(args, s.name) for s in SECTIONS if s.metavar}  # e.g. longest=[scopes]
     asked = list(args.views or []) + [name for name, values in named.items() if values]
-    views = tuple(dict.fromkeys(asked)) if asked else VIEWS
+    views = tuple(dict.fromkeys(asked)) if asked else None  # None: the trace's default sections
     width = args.width or shutil.get_terminal_size((100, 24)).columns
     results = []
     for s, r, section, trace in runs:

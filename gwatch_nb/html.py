@@ -11,7 +11,7 @@ import html
 from pathlib import Path
 from typing import Sequence
 
-from . import autotune, instrumentation_cost, overhead
+from . import autotune, instrumentation_cost, overhead, site_rows
 from ._version import __version__
 from .analysis import scope_stats
 from .charts import all_charts
@@ -61,6 +61,32 @@ def _stats_table(trace: Trace) -> str:
         cells += [format_ns(v) for v in (row.min_ns, row.p50_ns, row.mean_ns, row.p95_ns, row.max_ns, row.total_ns)]
         rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     return (f'<table class="gw-stats"><thead><tr>{head}</tr></thead>'
+            f'<tbody>{"".join(rows)}</tbody></table>')
+
+
+def _sites_table(trace: Trace) -> str:
+    """The sass tier's readings per scope (what ``gwatch show --sites`` prints); "" on other tiers."""
+    scopes = site_rows.by_scope(site_rows.records(trace))
+    if not scopes:
+        return ""
+    moved = any(r["moved"] for scope in scopes for r in scope["readings"])  # else no column for it
+    head = "".join(f"<th>{h}</th>" for h in ("scope", "kind", "origin", "pair", "at", *(["moved"] if moved else []),
+                                             "stores", "loop", "span", "own", "other", "unscoped", "sharpness"))
+    dash = lambda value: "-" if value is None else str(value)
+    several_kernels = len({scope["kernel"] for scope in scopes}) > 1
+    rows = []
+    for scope in scopes:
+        label = (f"{scope['kernel']} · " if several_kernels else "") + f"{scope['scope']} [{scope['scope_id']}]"
+        for k, r in enumerate(scope["readings"]):
+            cells = [label if not k else "", r["kind"], r["origin"], r["pair"], r["index"],
+                     *([f"{r['moved']:+d}" if r["moved"] else ""] if moved else []), r["store"], dash(r["loop"]),
+                     dash(r["span"]), dash(r["own"]), dash(r["other_scopes"]), dash(r["unscoped"]),
+                     site_rows.label(r)]
+            rows.append(f'<tr data-site="{r["site"]}">' + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells)
+                        + "</tr>")
+    return ("<h4>Where the readings landed (sass tier)</h4>"
+            f'<p class="gw-run-facts">{html.escape(site_rows.SHARPNESS_RULE)}</p>'
+            f'<table class="gw-stats gw-site-table"><thead><tr>{head}</tr></thead>'
             f'<tbody>{"".join(rows)}</tbody></table>')
 
 
@@ -114,6 +140,7 @@ def _run(trace: Trace, section: int, run: int, runs: int) -> str:
         parts.append("</div>")
     parts.append("<h4>Scope statistics</h4>")
     parts.append(_stats_table(trace))
+    parts.append(_sites_table(trace))
     parts.append("</article>")
     return "\n".join(parts)
 

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from . import site_rows
+
 if TYPE_CHECKING:
     from .trace import Trace
 
@@ -63,7 +65,8 @@ def _times(ns: np.ndarray) -> np.ndarray:
 
 
 def timeline_payload(trace: "Trace") -> dict:
-    """Everything the timeline draws, as small JSON plus binary arrays."""
+    """Everything the timeline draws, as small JSON plus binary arrays; on the sass tier also
+    ``sites``: every reading (site_rows.py records, a few dozen) for the details of a selection."""
     df, warps, launches, warp_row = trace.df, trace.warps, trace.launches, trace.warp_row
     if np.any(np.diff(warp_row) < 0):
         raise ValueError("the trace's scope instances are not grouped by warp in warp order")
@@ -80,7 +83,7 @@ def timeline_payload(trace: "Trace") -> dict:
                             "block": [int(b) for b in row.block], "duration_ns": duration,
                             "warps": int(row.warps), "instances": int(row.scope_instances),
                             "config": str(row.config)})
-    return {
+    payload = {
         "version": PAYLOAD_VERSION,
         "tier": trace.meta["tier"],
         "time_source": trace.meta["time_source"],
@@ -107,6 +110,10 @@ def timeline_payload(trace: "Trace") -> dict:
             "seq": binary_array(_unsigned(df["seq"].to_numpy())),
         },
     }
+    if trace.meta["tier"] == "sass":
+        grouped = site_rows.by_scope(site_rows.records(trace))
+        payload["sites"] = {"rule": site_rows.SHARPNESS_RULE, "rows": [r for g in grouped for r in g["readings"]]}
+    return payload
 
 
 def payload_nbytes(payload: dict) -> int:

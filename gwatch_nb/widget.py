@@ -24,7 +24,9 @@ class TimelineWidget(anywidget.AnyWidget):
 
     Wheel zooms around the pointer, drag pans, double-click shows the whole launch, a click
     selects a scope instance: ``selected`` then holds its description (``row`` is its
-    position in ``trace.df``) and ``selected_row`` its DataFrame row."""
+    position in ``trace.df``) and ``selected_row`` its DataFrame row. On the sass tier a panel
+    under the timeline then lists its scope's readings (``trace.sites``: where each landed in
+    the compiled kernel, how sharp the scope's boundary is)."""
 
     _esm = STATIC / "widget.js"
     _css = STATIC / "widget.css"

@@ -4,8 +4,10 @@ import base64
 import html
 import json
 import zlib
+from html.parser import HTMLParser
 
 import numpy as np
+import pandas as pd
 import pytest
 
 pytest.importorskip("altair", reason="HTML reports need altair (pip install altair)")
@@ -129,3 +131,68 @@ def test_format_ns():
     assert [format_ns(v) for v in (755, 755.82, 12_345, 97_946, 1_234_567, 2.5e9)] == [
         "755 ns", "755.8 ns", "12.35 µs", "97.95 µs", "1.235 ms", "2.500 s"]
     assert format_ns(np.int64(36)) == "36 ns"
+
+
+class _SiteRows(HTMLParser):
+    """The cells of each <tr data-site> of a page."""
+
+    def __init__(self, text: str):
+        super().__init__()
+        self.rows, self._row, self._cell = {}, None, None
+        self.feed(text)
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag == "tr" and "data-site" in attrs:
+            self._row = self.rows.setdefault(int(attrs["data-site"]), [])
+        elif tag == "td" and self._row is not None:
+            self._cell = ""
+
+    def handle_data(self, data):
+        if self._cell is not None:
+            self._cell += data
+
+    def handle_endtag(self, tag):
+        if tag == "td" and self._row is not None:
+            self._row.append(self._cell)
+            self._cell = None
+        elif tag == "tr":
+            self._row = None
+
+
+@pytest.mark.parametrize("name", ["attention_sass_h200", "attention_sass_auto_h200"])
+def test_a_sass_report_lists_every_reading_and_embeds_them_for_the_details(tmp_path, name):
+    trace = gwatch_nb.load(f"{FIXTURES}/{name}.json")
+    path = tmp_path / "sass.html"
+    trace.to_html(path)
+    text = path.read_text(encoding="utf-8")
+    assert "Where the readings landed (sass tier)" in text and "sharpness = own / span" in text
+    rows = _SiteRows(text).rows
+    sites = trace.sites
+    assert sorted(rows) == sorted(sites["site"])
+    dash = lambda v: "-" if pd.isna(v) else str(int(v))
+    for r in sites.itertuples():
+        cells = rows[r.site]
+        assert cells[1:5] == [r.kind, r.origin, str(r.pair), str(r.index)]
+        assert cells[5:11] == [str(r.store), dash(r.loop), dash(r.span), dash(r.own), dash(r.other_scopes),
+                               dash(r.unscoped)]
+        if pd.isna(r.span):
+            assert cells[11] == "-"
+        else:
+            word, share = cells[11].split()
+            assert word in ("sharp", "tight", "mixed", "blurred") and share == f"{int(100 * r.own / r.span + 0.5)}%"
+    # Each scope's name and id head its first reading's row.
+    firsts = {cells[0] for cells in rows.values() if cells[0]}
+    assert firsts == {f"{n} [{s}]" for n, s in set(zip(sites["name"], sites["scope"]))}
+    page = Page(text)
+    (timeline,) = page.timelines
+    assert page.json[timeline]["payload"]["sites"] == serializers.timeline_payload(trace)["sites"]
+
+
+def test_a_ptx_report_has_no_sites(tmp_path, traces):
+    path = tmp_path / "ptx.html"
+    traces["attention_h200"].to_html(path)
+    text = path.read_text(encoding="utf-8")
+    assert "Where the readings landed" not in text and "data-site" not in text
+    (timeline,) = Page(text).timelines
+    assert "sites" not in Page(text).json[timeline]["payload"]

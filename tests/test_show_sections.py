@@ -1,9 +1,11 @@
 """`gwatch show`'s sections on traces whose answer is known: the concurrency peak is exact
 whatever the width, the pipeline follows --scope and --from/--to, a lightly loaded warp
-still shows its scopes, and the section list drives the flags."""
+still shows its scopes, the sass tier's sites are listed as trace.sites has them, and the
+section list drives the flags."""
 import json
 
 import numpy as np
+import pandas as pd
 import pytest
 
 import gwatch_nb
@@ -160,10 +162,113 @@ def test_the_section_list_drives_the_flags_and_the_output(fixture_path, capsys):
     path = fixture_path("matmul_h200.json")
     assert main(["show", path, "--json"]) == 0
     (run,) = json.loads(capsys.readouterr().out)["runs"]
+    # A ptx trace: every default section but those of the sass tier.
     assert [k for k in run if k not in ("section", "section_title", "run", "header")] == \
-        [s.name for s in SECTIONS if s.default]
+        [s.name for s in SECTIONS if s.default and s.tiers is None]
     assert main(["show", path, "--bubbles", "--json"]) == 0
     (run,) = json.loads(capsys.readouterr().out)["runs"]
     assert "pipeline" in run and "stats" not in run
     with pytest.raises(ValueError, match="unknown section"):
         summarize(gwatch_nb.load(path), Selection(), views=("nope",))
+
+
+def _sites_by_number(run) -> dict[int, dict]:
+    return {r["site"]: r for scope in run["sites"]["scopes"] for r in scope["readings"]}
+
+
+@pytest.mark.parametrize("name", ["attention_sass_h200.json", "attention_sass_auto_h200.json"])
+def test_sites_list_every_reading_of_trace_sites(fixture_path, capsys, name):
+    path = fixture_path(name)
+    trace = gwatch_nb.load(path)
+    assert main(["show", path, "--json"]) == 0  # shown by default on the sass tier
+    (run,) = json.loads(capsys.readouterr().out)["runs"]
+    shown = _sites_by_number(run)
+    sites = trace.sites
+    assert sorted(shown) == sorted(sites["site"]) and len(shown) == len(sites)
+    for row in sites.itertuples():
+        r = shown[row.site]
+        assert (r["kernel"], r["scope_id"], r["scope"], r["kind"], r["pair"], r["origin"], r["index"], r["store"]) == \
+            (row.kernel, row.scope, row.name, row.kind, row.pair, row.origin, row.index, row.store)
+        for column in ("loop", "span", "own", "other_scopes", "unscoped"):
+            value = getattr(row, column)
+            assert r[column] == (None if pd.isna(value) else int(value)), column
+        if pd.isna(row.span):
+            assert r["sharpness"] is None and row.origin != "marker"
+        else:
+            share = row.own / row.span
+            assert r["sharpness"] == ("sharp" if share == 1 else "tight" if share >= 0.9 else
+                                      "mixed" if share >= 0.5 else "blurred")
+    # Grouped per scope, each scope's readings by pair, its start first.
+    for scope in run["sites"]["scopes"]:
+        assert {r["scope_id"] for r in scope["readings"]} == {scope["scope_id"]}
+        order = [(r["pair"], r["kind"] != "start") for r in scope["readings"]]
+        assert order == sorted(order)
+
+
+def test_sites_text_shows_each_scope_and_how_sharp_it_is(fixture_path, capsys):
+    path = fixture_path("attention_sass_h200.json")
+    assert main(["show", path, "--sites", "--width", "100"]) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert "tier sass: GPU: SM clock cycles read by probes in the compiled kernel" in out
+    assert "clock 1.80 GHz" in out and "host clock" not in out
+    start = lines.index("SITES (per scope, where its clock readings landed in the compiled kernel)")
+    assert "SCOPES" not in out
+    table = lines[start:]
+    assert max(len(line) for line in table) <= 100
+    # dot_qk's first pair spans only its own 3 instructions; dot_pv's pair is mostly softmax's code.
+    dot_qk = table.index("  dot_qk")
+    assert table[dot_qk + 1].split() == ["start", "marker", "0", "273", "276", "-", "3", "3", "0", "0", "sharp",
+                                         "100%"]
+    dot_pv = table.index("  dot_pv")
+    assert table[dot_pv + 1].split() == ["start", "marker", "0", "359", "371", "0", "492", "88", "392", "12",
+                                         "blurred", "18%"]
+    assert "moved" not in table[0] + "".join(table[1:])  # no reading moved
+
+
+def test_sites_follow_the_scope_selection_and_ids_tell_shared_names_apart(fixture_path, capsys):
+    path = fixture_path("attention_sass_auto_h200.json")
+    trace = gwatch_nb.load(path)
+    assert main(["show", path, "--sites", "--scope", "softmax,loop attention.py:37", "--json"]) == 0
+    (run,) = json.loads(capsys.readouterr().out)["runs"]
+    assert [s["scope"] for s in run["sites"]["scopes"]] == ["loop attention.py:37", "softmax"]
+    assert main(["show", path, "--sites", "--width", "100"]) == 0
+    out = capsys.readouterr().out
+    barriers = sorted(set(trace.sites[trace.sites["name"] == "barrier attention.py:39"]["scope"]))
+    assert len(barriers) == 3
+    for scope_id in barriers:
+        assert f"\n  barrier attention.py:39 [{scope_id}]\n" in out
+
+
+@pytest.mark.parametrize("name", ["attention_h200.json", "matmul_h200.json"])
+def test_other_tiers_show_no_sites_unless_asked(fixture_path, capsys, name):
+    path = fixture_path(name)
+    assert main(["show", path]) == 0
+    assert "SITES" not in capsys.readouterr().out
+    assert main(["show", path, "--sites"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[-1] == ("SITES: none (the ptx tier reads no sites; instrumentation_tier='sass' places "
+                                    "readings in the compiled kernel)")
+
+
+def test_sharpness_words_follow_own_over_span():
+    from gwatch_nb.site_rows import sharpness
+    cases = {(10, 10): "sharp", (9, 10): "tight", (90, 100): "tight", (89, 100): "mixed", (1, 2): "mixed",
+             (49, 100): "blurred", (0, 5): "blurred", (0, 0): None, (None, None): None}
+    assert {case: sharpness(*case) for case in cases} == cases
+
+
+def test_a_reading_that_moved_shows_by_how_much(fixture_path, capsys, tmp_path):
+    trace = gwatch_nb.load(fixture_path("attention_sass_h200.json"))
+    sites = dict(trace.meta["sites"])
+    sites["moved"] = [2 if site == 4 else 0 for site in sites["site"]]  # load_kv's second start, 2 later
+    sites["index"] = [i + m for i, m in zip(sites["index"], sites["moved"])]
+    moved = gwatch_nb.Trace(trace.records, trace.scope_names, {**trace.meta, "sites": sites})
+    moved.save(tmp_path / "moved.json")
+    assert main(["show", str(tmp_path / "moved.json"), "--sites", "--scope", "load_kv", "--width", "100"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    header = next(line for line in lines if line.split()[:5] == ["kind", "origin", "pair", "at", "moved"])
+    assert "moved: how far it moved from its site" in "\n".join(lines)
+    rows = [line.split() for line in lines[lines.index(header) + 2:]]
+    assert rows[2][:6] == ["start", "marker", "1", "340", "+2", "344"]
+    assert rows[0][:5] == ["start", "marker", "0", "138", "148"]  # an empty moved cell

@@ -105,3 +105,31 @@ def test_bytes_per_instance_is_a_small_constant(attention):
     for trace in (small, attention):
         per_instance = serializers.payload_nbytes(serializers.timeline_payload(trace)) / len(trace.df)
         assert per_instance < 13
+
+
+@pytest.mark.parametrize("name", ["attention_sass_h200.json", "attention_sass_auto_h200.json"])
+def test_a_sass_trace_sends_every_reading_for_the_details(name):
+    trace = gwatch_nb.load(f"{FIXTURES}/{name}")
+    widget = trace.widget()
+    state, _, _ = _remove_buffers(widget.get_state())
+    sent = json.loads(json.dumps(state["payload"]["sites"], allow_nan=False))  # plain JSON, no NaN
+    assert "own / span" in sent["rule"]
+    rows = {r["site"]: r for r in sent["rows"]}
+    sites = trace.sites
+    assert len(rows) == len(sent["rows"]) == len(sites)
+    for row in sites.itertuples():
+        r = rows[row.site]
+        assert (r["kernel"], r["scope_id"], r["scope"], r["kind"], r["pair"], r["origin"], r["index"], r["store"],
+                r["instruction"], r["block"]) == (row.kernel, row.scope, row.name, row.kind, row.pair, row.origin,
+                                                  row.index, row.store, row.instruction, row.block)
+        assert [r[c] for c in ("loop", "span", "own", "other_scopes", "unscoped", "inferred")] == \
+            [None if np.isnan(getattr(row, c)) else int(getattr(row, c))
+             for c in ("loop", "span", "own", "other_scopes", "unscoped", "inferred")]
+        assert (r["sharpness"] is None) == np.isnan(row.span)
+    # A scope's readings are sent together, as the details list them.
+    order = [r["scope_id"] for r in sent["rows"]]
+    assert all(order.index(s) + order.count(s) - 1 == len(order) - 1 - order[::-1].index(s) for s in set(order))
+
+
+def test_other_tiers_send_no_sites(attention):
+    assert "sites" not in serializers.timeline_payload(attention)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+from .. import site_rows
 from ..trace import Trace
 from . import raster, summaries, text
 from .context import Context
@@ -24,6 +25,10 @@ class ShowSection:
     format: Callable[[object, text.Style, int], list[str]]
     default: bool = True
     metavar: str | None = None      # the flag takes a value (a scope name), repeatable
+    tiers: tuple[str, ...] | None = None  # a default section only on traces of these tiers (None: all)
+
+    def shown_by_default(self, trace: Trace) -> bool:
+        return self.default and (self.tiers is None or trace.meta["tier"] in self.tiers)
 
 
 SECTIONS = (
@@ -41,16 +46,28 @@ SECTIONS = (
                 summaries.longest, text.longest, default=False, metavar="NAME"),
     ShowSection("longest_bubble", ("--longest-bubble",), "the longest gap between scopes on any warp",
                 summaries.longest_bubble, text.longest_bubble, default=False),
+    ShowSection("sites", ("--sites",),
+                "per scope, where its clock readings landed in the compiled kernel and how much of other "
+                "scopes' code ptxas interleaved with it (sass tier; shown there by default); "
+                + site_rows.SHARPNESS_RULE,
+                summaries.sites, text.sites, tiers=("sass",)),
 )
+#: The sections shown when none is asked for (those of one tier only on that tier's traces).
 VIEWS = tuple(s.name for s in SECTIONS if s.default)
 
 
-def summarize(trace: Trace, selection: Selection, views=VIEWS, width: int = 100, rows: int = 8, top: int = 5,
+def default_views(trace: Trace) -> tuple[str, ...]:
+    return tuple(s.name for s in SECTIONS if s.shown_by_default(trace))
+
+
+def summarize(trace: Trace, selection: Selection, views=None, width: int = 100, rows: int = 8, top: int = 5,
               sort_by: str | None = None, longest: list[str] = ()) -> dict:
-    """Everything ``gwatch show`` prints, as plain data (times in ns). ``width`` sets how many
+    """Everything ``gwatch show`` prints, as plain data (times in ns): the ``views`` named, else
+    the trace's default sections (default_views). ``width`` sets how many
     time slices the timeline and concurrency have (they fit a line that wide); ``sort_by``
     ("active", "bubble" or a scope) orders the timeline's warps; ``longest`` names the
     scopes whose longest instance the "longest" section shows."""
+    views = default_views(trace) if views is None else views
     unknown = set(views) - {s.name for s in SECTIONS}
     if unknown:
         raise ValueError(f"unknown section(s) {', '.join(sorted(unknown))}; "

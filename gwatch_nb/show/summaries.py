@@ -1,12 +1,13 @@
 """The sections of ``gwatch show`` other than the text timeline, as plain data (times in
 ns): header, per-scope statistics, pipeline, concurrency, outliers, the longest instance
-of a scope and the longest bubble. Each is computed over whole columns (pandas/numpy)."""
+of a scope, the longest bubble and where the sass tier's readings landed. Each is computed
+over whole columns (pandas/numpy)."""
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
-from .. import analysis, autotune, instrumentation_cost
+from .. import analysis, autotune, instrumentation_cost, site_rows
 from ..trace import WARP_KEY
 from .context import Context
 from .selection import Selection, SelectionError
@@ -138,6 +139,21 @@ def longest_bubble(c: Context) -> dict | None:
     """The single longest gap between selected scopes on any selected warp (G-Watch's bubble)."""
     gaps = _gaps(c, 1)
     return gaps[0] if gaps else None
+
+
+def sites(c: Context) -> dict:
+    """Per scope of the selection (and of the chosen launch's kernel), its readings on the
+    sass tier: where each landed in the compiled kernel and how sharp its pair's boundary is
+    (site_rows.py). No scopes on the other tiers: they read no sites."""
+    trace = c.trace
+    rows = site_rows.records(trace)
+    if c.selection.scopes:
+        ids = set(c.selection.scope_ids(trace))
+        rows = [r for r in rows if r["scope_id"] in ids]
+    if c.selection.launch is not None:
+        kernel = str(trace.launches["kernel"].iloc[c.selection.launch])
+        rows = [r for r in rows if r["kernel"] == kernel]
+    return {"tier": trace.meta["tier"], "rule": site_rows.SHARPNESS_RULE, "scopes": site_rows.by_scope(rows)}
 
 
 def plain(value):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import overhead
+from .. import overhead, site_rows
 from ..units import format_ns, format_scaled, range_unit
 from .raster import ABSENT, IDLE
 
@@ -58,7 +58,7 @@ def header(h: dict, style: Style, width: int) -> list[str]:
         capacity = (f" (capacity {launch['capacity']:,}/warp; {launch['capacity_needed']:,} would keep all)"
                     if dropped else "")
         clock = (f"clock {launch['clock_ghz']:.2f} GHz ±{launch['clock_spread_pct']:.2f}%"
-                 if h["tier"] == "ptx" and launch["clock_ghz"] else "host clock")
+                 if h["tier"] != "interpreter" and launch["clock_ghz"] else "host clock")
         lines.append(f"launch {launch['launch']}{dot}{launch['kernel']}{dot}grid {_triple(launch['grid'])} "
                      f"block {_triple(launch['block'])}{dot}{launch['warps']:,} warps{dot}"
                      f"span {style.time(launch['duration_ns'])}")
@@ -203,3 +203,57 @@ def longest_bubble(gap: dict | None, style: Style, width: int) -> list[str]:
     if not gap:
         return ["LONGEST BUBBLE: no gap between selected scopes"]
     return ["LONGEST BUBBLE (the longest gap between scopes on one warp)"] + _gap_table([gap], style)
+
+
+def sites(s: dict, style: Style, width: int) -> list[str]:
+    if s["tier"] != "sass":
+        return [f"SITES: none (the {s['tier']} tier reads no sites; instrumentation_tier='sass' places readings "
+                "in the compiled kernel)"]
+    if not s["scopes"]:
+        return ["SITES: no readings of the selected scopes"]
+    readings = [r for scope in s["scopes"] for r in scope["readings"]]
+    several_kernels = len({r["kernel"] for r in readings}) > 1
+    moved = any(r["moved"] for r in readings)
+    names = [scope["scope"] for scope in s["scopes"]]
+    header = ["kind", "origin", "pair", "at"] + (["moved"] if moved else []) + [
+        "stores", "loop", "span", "own", "other", "unscoped", "sharpness"]
+    rows, labels = [], {}
+    for scope in s["scopes"]:
+        # A name several scopes share (automatic sites of one line) takes its id.
+        labels[len(rows)] = ((f"{scope['kernel']}{style.dot}" if several_kernels else "") + scope["scope"]
+                             + (f" [{scope['scope_id']}]" if names.count(scope["scope"]) > 1 else ""))
+        for r in scope["readings"]:
+            rows.append([r["kind"], r["origin"], r["pair"], r["index"]]
+                        + ([f"{r['moved']:+d}" if r["moved"] else ""] if moved else [])
+                        + [r["store"], _dash(r["loop"]), _dash(r["span"]), _dash(r["own"]), _dash(r["other_scopes"]),
+                           _dash(r["unscoped"]), site_rows.label(r)])
+    table = _table(header, rows, left=2)
+    lines = ["SITES (per scope, where its clock readings landed in the compiled kernel)"]
+    legend = ("at: the SASS instruction a reading is taken just before"
+              + ("; moved: how far it moved from its site for want of free registers" if moved else "")
+              + "; stores: the instruction its stores precede; loop: the loop a pair repeats with (-: once per "
+              "run); span: the pair's instructions from first to last, own: the scope's, other: other scopes', "
+              "unscoped: no scope's; " + s["rule"])
+    lines += ["  " + part for part in _split(legend, width - 2)]
+    lines.append("  " + table[0])
+    for k, line in enumerate(table[1:]):
+        if k in labels:
+            lines.append(f"  {labels[k]}")
+        lines.append("  " + line)
+    return lines
+
+
+def _dash(value) -> str:
+    return "-" if value is None else str(value)
+
+
+def _split(text: str, width: int) -> list[str]:
+    """Words of ``text`` in lines of at most ``width`` (a longer word stays whole)."""
+    lines, line = [], ""
+    for word in text.split():
+        if line and len(line) + 1 + len(word) > width:
+            lines.append(line)
+            line = word
+        else:
+            line = f"{line} {word}" if line else word
+    return lines + [line]

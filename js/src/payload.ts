@@ -22,6 +22,31 @@ export interface LaunchInfo {
   config?: string;
 }
 
+/** One clock reading of the sass tier (gwatch_nb/site_rows.py's record): where it landed in the
+ * compiled kernel and how sharp its pair's boundary is. Null where a field does not apply. */
+export interface SiteRow {
+  kernel: string;
+  scope_id: number;
+  scope: string;
+  site: number;
+  kind: string;
+  pair: number;
+  origin: string;
+  line: number | null;
+  index: number;
+  moved: number;
+  store: number;
+  instruction: number;
+  block: number;
+  loop: number | null;
+  span: number | null;
+  own: number | null;
+  other_scopes: number | null;
+  unscoped: number | null;
+  inferred: number | null;
+  sharpness: string | null;
+}
+
 export interface Payload {
   version: number;
   tier: string;
@@ -33,6 +58,8 @@ export interface Payload {
   notes?: string[];
   warps: Record<WarpColumn, BinaryArray>;
   instances: Record<InstanceColumn, BinaryArray>;
+  /** Sass tier only: every reading, and the rule its sharpness word follows. */
+  sites?: { rule: string; rows: SiteRow[] };
 }
 
 type WarpColumn = "launch" | "sm" | "block_x" | "block_y" | "block_z" | "warp" | "start_ns" | "end_ns" | "first";
@@ -72,6 +99,9 @@ export interface TimelineData {
   notes: string[];
   warps: WarpTable;
   instances: InstanceTable;
+  /** The sass tier's readings (empty on other tiers) and their sharpness rule. */
+  sites: SiteRow[];
+  sitesRule: string;
 }
 
 const CONSTRUCTORS: Record<string, { new (buffer: ArrayBuffer, offset: number, length: number): NumericArray; BYTES_PER_ELEMENT: number }> = {
@@ -120,5 +150,6 @@ export function decodePayload(payload: Payload): TimelineData {
     tier: payload.tier, timeSource: payload.time_source, launches: payload.launches,
     scopeNames: payload.scopes.names, scopeColors: payload.scopes.colors, warnings: payload.warnings,
     notes: payload.notes ?? [], warps, instances,
+    sites: payload.sites?.rows ?? [], sitesRule: payload.sites?.rule ?? "",
   };
 }

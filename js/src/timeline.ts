@@ -2,6 +2,7 @@
 
 import { buildLanes, layoutRows, rowAt, shownNode, ROW_PADDING, TRACK_HEIGHT, type LaneNode, type Lanes, type Row } from "./lanes";
 import { firstStartingAt } from "./lod";
+import { showSites, sitesOf } from "./details";
 import { onThemeChange } from "./charttheme";
 import { AXIS_HEIGHT, GUTTER_WIDTH, Painter, type Theme } from "./painter";
 import { decodePayload, type Payload, type TimelineData } from "./payload";
@@ -50,6 +51,7 @@ export class Timeline {
   private readonly tooltip: HTMLDivElement;
   private readonly status: HTMLSpanElement;
   private readonly selection: HTMLSpanElement;
+  private readonly details: HTMLDivElement;
   private readonly rulerText: HTMLSpanElement;
   private readonly searchBox: HTMLInputElement;
   private readonly searchCount: HTMLSpanElement;
@@ -110,6 +112,8 @@ export class Timeline {
       + "click: select · click a group: expand/collapse";
     this.rulerText = element("span", "gw-ruler", footer);
     this.selection = element("span", "gw-selection", footer);
+    this.details = element("div", "gw-details", this.root);
+    this.details.hidden = true;
 
     this.bindInput(signal);
     this.bindModel(signal);
@@ -143,7 +147,9 @@ export class Timeline {
   private buildTimeSource(toolbar: HTMLElement): void {
     const source = element("span", "gw-time-source", toolbar);
     const host = this.data.tier === "interpreter";
-    source.textContent = host ? "host time (interpreter), not GPU time" : "GPU time";
+    // The sass tier reads the clock at instructions of the compiled kernel: say which GPU tier.
+    source.textContent = host ? "host time (interpreter), not GPU time"
+      : this.data.tier === "sass" ? "GPU time (sass tier)" : "GPU time";
     source.classList.toggle("gw-host-time", host);
     source.title = `time: ${this.data.timeSource}; 0 = the launch's first warp entry`;
   }
@@ -249,6 +255,9 @@ export class Timeline {
     const row = (value as { row?: unknown } | null)?.row;
     this.selected = typeof row === "number" && row >= 0 && row < this.data.instances.count ? row : -1;
     this.selection.textContent = this.selected >= 0 ? `selected: ${this.describeShort(this.selected)}` : "";
+    const d = this.selected >= 0 ? this.describe(this.selected) : null;
+    const scope = d ? String(d.scope) : "";
+    showSites(this.details, scope, d ? sitesOf(this.data.sites, String(d.kernel), scope) : [], this.data.sitesRule);
     this.requestDraw();
   }
 
