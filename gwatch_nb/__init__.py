@@ -2,7 +2,8 @@
 from ._version import __version__
 from .api import do_trace
 from .errors import (ArchiveError, CuptiBusyError, CuptiUnavailableError, GwatchError, GwatchWarning,
-                     NoGPUError, NoMatchingKernelError, OptionError, TraceFailedError, UnsupportedTritonError)
+                     NoGPUError, NoMatchingKernelError, OptionError, TraceFailedError, UnsupportedGpuError,
+                     UnsupportedTritonError)
 from .report import load, load_report
 from .trace import Trace, TraceWarning
 
@@ -12,7 +13,7 @@ _LAZY = {"compare": ".comparison", "load_many": ".dataset", "query": ".dataset"}
 __all__ = [
     "__version__", "do_trace", "load", "load_report", "compare", "load_many", "query", "Trace", "TraceWarning",
     "GwatchError", "GwatchWarning", "NoGPUError", "CuptiUnavailableError", "CuptiBusyError", "NoMatchingKernelError",
-    "TraceFailedError", "ArchiveError", "OptionError", "UnsupportedTritonError",
+    "TraceFailedError", "ArchiveError", "OptionError", "UnsupportedGpuError", "UnsupportedTritonError",
 ]
 
 

@@ -40,6 +40,7 @@ PROBLEM_KINDS = {
     "collect_failed": "its records could not be collected",
     "internal": "tracing failed inside a launch callback",
     "instrumentation_cost": "instrumenting changed the kernel's resources enough to change how it runs",
+    "sites_left_out": "the sass tier found no free registers for some readings; their scopes' pairs there are not traced",
 }
 
 

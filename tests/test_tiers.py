@@ -44,7 +44,8 @@ def test_options_are_frozen_and_normalised():
 
 @pytest.mark.parametrize("arguments, message", [
     ({"kernel_name_pattern": "("}, r"kernel_name_pattern='\(' is not a regular expression"),
-    ({"tier": "sass"}, r"instrumentation_tier='sass' is not supported; supported: auto, ptx, interpreter"),
+    ({"tier": "nvbit"}, r"instrumentation_tier='nvbit' is not supported; supported: auto, ptx, sass, interpreter"),
+    ({"tier": "ptx", "auto": True}, r"auto=True needs instrumentation_tier='sass'"),
     ({"capacity": 1}, r"capacity=1 must be at least 2 events per warp"),
     ({"capacity": True}, r"capacity=True must be a whole number"),
     ({"launches": "-2"}, r"launches='-2' must be 'first', 'all' or a positive integer"),

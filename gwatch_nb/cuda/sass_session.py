@@ -36,7 +36,14 @@ class SassTraceSession(TraceSession):
         super().start()
 
     def _build(self, context: int, function: int, source) -> InstrumentedKernel | None:
-        return sass_kernel(context, function, source, self.options.scopes, self.options.auto)
+        kernel = sass_kernel(context, function, source, self.options.scopes, self.options.auto)
+        left_out = kernel.extra["left_out"] if kernel is not None else []
+        if left_out:
+            shown = ", ".join(f"scope {o['scope']} at instruction {o['instruction']}" for o in left_out[:3])
+            more = f" and {len(left_out) - 3} more" if len(left_out) > 3 else ""
+            self._note("sites_left_out", source.name, f"{source.name}: no registers were free for {len(left_out)} "
+                       f"reading(s), left out with their pairs: {shown}{more} (trace.meta['sass'] lists them)")
+        return kernel
 
     def meta(self) -> dict:
         """The ptx tier's entries, and ``sites`` (trace.sites' rows by column: every reading,

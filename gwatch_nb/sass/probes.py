@@ -5,20 +5,21 @@ reading at each site, planned into registers, predicates and scoreboards the ker
 Each warp keeps three things in uniform registers the kernel never names, from its prologue to
 its exit: the address of its next record, the end of its slot (its header follows), and the room
 left (events it may still keep). A record holds the readings of up to READINGS_PER_RECORD sites
-of one block and the number of its first site:
+of one block and the number of its first site; up to MAX_RUN_RECORDS records of one block form
+a run with one room test:
 
-    MOV Rs, site                         the first site's number (the record's last word)
-    UISETP.GT.AND UPq, UPT, room, 0x0    UPq: this record has a row of its own
+    UISETP.GT.AND UPq, UPT, room, 0x0    once per run of records: UPq, the run has rows of its own
+    UIADD3 room, room, -readings         the run's readings count against the room
+    MOV Rs, site                         per record: its first site's number (its last word)
     CS2R.32 Rt0, SR_CLOCKLO              each reading just before its site's instruction
     ... the kernel's own instructions, CS2R.32 Rt1 ... ...
-    STG.E.EF [RZ.U32+next], Rt0          the stores, sunk later in the same block, where
-    STG.E.EF [RZ.U32+next+0x4], Rt1      the registers and UPq are still free
-    STG.E.EF [RZ.U32+next+0xc], Rs
-    @UPq UIADD3 next, next, 0x10
-    UIADD3 room, room, -readings
+    STG.E.EF.128 [RZ.U32+next+16m], Rq   the record's stores (one 128-bit store where a quad
+                                         is free), sunk later in the same block
+    ... the run's other records ...
+    @UPq UIADD3 next, next, 16*records   once per run, after its last stores
 
-A slot holds the rows its records need and one more: once the room is spent, `next` stays on
-that last row, which later records overwrite and the host never reads. Every reading counts
+A slot holds the rows its records need and SASS_OVERFLOW_ROWS more: once the room is spent,
+`next` stays put and later runs overwrite the rows past it, which the host never reads. Every reading counts
 against the room, so the events a warp tried are its capacity less the room it has left, kept
 or dropped, and the rows it wrote end at `next`; no predicate of the kernel's is needed.
 The prologue (before the kernel's first instruction) finds the warp's slot and writes the
