@@ -55,7 +55,7 @@ def test_bad_options_name_the_option_the_value_and_why(arguments, message):
     with pytest.raises(OptionError, match=message) as caught:
         TraceOptions(**{"kernel_name_pattern": "k", **arguments})
     flags = {"kernel_name_pattern": "-k", "instrumentation_tier": "-t", "capacity": "-c", "launches": "-l",
-             "scopes": "-s"}
+             "scopes": "-s", "auto": "--auto"}
     assert caught.value.spelled(flags).startswith(flags[caught.value.option] + " ")
 
 
