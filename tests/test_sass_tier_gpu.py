@@ -53,7 +53,7 @@ def _per_warp(trace):
     return df.groupby(["block_x", "block_y", "block_z", "warp", "scope_id"]).size()
 
 
-@pytest.mark.parametrize("name", list(CASES))
+@pytest.mark.parametrize("name", [name for name in CASES if name != "vector_add (no markers)"])
 def test_sass_tier_is_bit_identical_and_counts_what_the_ptx_tier_counts(name):
     case = CASES[name]
     trace, traced, plain = _trace(case, "sass")
@@ -71,8 +71,14 @@ def test_sass_tier_is_bit_identical_and_counts_what_the_ptx_tier_counts(name):
     # Each scope has as many instances per warp as on the ptx tier, plus one per pair ptxas put
     # outside every loop besides its pairs in loops (the pipeliner's first iteration, peeled).
     reference, _, _ = _trace(case, "ptx")
-    ours, theirs = _per_warp(trace), _per_warp(reference)
-    assert set(ours.index) == set(theirs.index), "the warps and scopes traced differ from the ptx tier's"
+    # Scopes the tier left out somewhere for want of registers say so in a warning.
+    left_out = {o["scope"] for kernel in trace.meta["sass"].values() for o in kernel["left_out"]}
+    assert bool(left_out) == any(w.kind == "sites_left_out" for w in trace.warnings)
+    ours = _per_warp(trace)
+    theirs = _per_warp(reference)
+    ours = ours[~ours.index.get_level_values("scope_id").isin(left_out)]
+    theirs = theirs[~theirs.index.get_level_values("scope_id").isin(left_out)]
+    assert set(ours.index) == set(theirs.index), (set(ours.index) ^ set(theirs.index)).__len__()
     sites = trace.sites[trace.sites.origin == "marker"]
     for scope in trace.df.scope_id.unique():
         pairs = sites[(sites.scope == scope) & (sites.kind == "start")]

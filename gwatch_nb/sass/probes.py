@@ -307,8 +307,8 @@ def _run(liveness: Liveness, run: list[int], read_at: list[int], groups: list[li
          nxt: int, room: int, ops, late, stores: list[int]) -> None:
     """The probes of a run of records: one room test and one room update at its first reading,
     record m at row `next` + m, and one advance of `next` past the run's rows after its last
-    stores when the test passed. Where no uniform predicate stays free over the whole run, each
-    record is a run of its own."""
+    stores when the test passed. Where no uniform predicate stays free over the whole run, the
+    updated room is tested at the run's end instead (room > -readings)."""
     cfg = liveness.cfg
     instructions = cfg.instructions
     first = read_at[groups[run[0]][0]]
@@ -324,22 +324,25 @@ def _run(liveness: Liveness, run: list[int], read_at: list[int], groups: list[li
         for k in groups[g]:
             stores[k] = placed[-1][0]
     j, where = placed[-1]
-    predicates = liveness.free_uniform_predicates(first, max(first, j - 1))
-    if not predicates:
-        if len(run) == 1:
-            raise TooFewRegisters(f"kernel {cfg.kernel}: no uniform predicate is free from instruction {first} to "
-                                  f"{j} for a record", groups[run[0]][0])
-        raise SassRewriteError(f"kernel {cfg.kernel}: no uniform predicate is free over the records of instructions "
-                               f"{first}..{j} (split them)")
-    up = predicates[-1]
     events = sum(len(groups[g]) for g in run)
     R, U = E.Reg, E.UReg
-    late[first][mark:mark] = [
-        _Op(lambda c: E.uisetp(E.UPred(up), "GT", U(room), 0, unsigned=False, control=c), reads=(_ur(room),),
-            writes=(_up(up),), latency=PREDICATE_LATENCY),
-        _Op(lambda c: E.uiadd3(U(room), U(room), -events, control=c), reads=(_ur(room),),
-            writes=(_ur(room),), latency=FIXED_LATENCY),
-    ]
+    update = _Op(lambda c: E.uiadd3(U(room), U(room), -events, control=c), reads=(_ur(room),), writes=(_ur(room),),
+                 latency=FIXED_LATENCY)
+    predicates = liveness.free_uniform_predicates(first, max(first, j - 1))
+    if predicates:  # the test at the run's start, where its latency passes under the kernel's code
+        up = predicates[-1]
+        test = _Op(lambda c: E.uisetp(E.UPred(up), "GT", U(room), 0, unsigned=False, control=c), reads=(_ur(room),),
+                   writes=(_up(up),), latency=PREDICATE_LATENCY)
+        late[first][mark:mark] = [test, update]
+    else:  # no uniform predicate stays free over the run: test the updated room at its end
+        predicates = liveness.free_uniform_predicates(j)
+        if not predicates:
+            raise TooFewRegisters(f"kernel {cfg.kernel}: no uniform predicate is free at instruction {j} for a "
+                                  "record", groups[run[0]][0])
+        up = predicates[-1]
+        late[first][mark:mark] = [update]
+        where.append(_Op(lambda c: E.uisetp(E.UPred(up), "GT", U(room), -events, unsigned=False, control=c),
+                         reads=(_ur(room),), writes=(_up(up),), latency=PREDICATE_LATENCY))
     where.append(_Op(lambda c: E.uiadd3(U(nxt), U(nxt), FORMAT["RECORD_BYTES"] * len(run), guard=E.UPred(up),
                                         control=c), reads=(_ur(nxt), _up(up)), writes=(_ur(nxt),),
                      latency=FIXED_LATENCY))
