@@ -14,6 +14,7 @@ import functools
 import re
 from dataclasses import dataclass
 
+import numpy as np
 import pytest
 
 from gwatch_nb.errors import SassRewriteError
@@ -32,8 +33,6 @@ from gwatch_nb.sass.registers import register_use
 from gwatch_nb.sass.scoreboards import FIXED_LATENCY, SLOW_LATENCY, released
 from gwatch_nb.sass.sites import place
 from sass_cubins import CASES, H200_CUBINS, cubins, h200_cubins
-
-import numpy as np
 
 CASE = {case.name: case for case in CASES}
 with np.load(H200_CUBINS) as _archive:
@@ -87,6 +86,7 @@ def _same(old: Instruction, new: Instruction) -> bool:
     """The same instruction, a branch's displacement aside (its target is compared on its own)."""
     if old.target is None:
         return (old.low, old.high) == (new.low, new.high)
+
     def untargeted(i):
         return tuple(o for o in i.operands if "`(" not in o)
     return (old.predicate, old.opcode, untargeted(old), old.control) == \
@@ -112,8 +112,11 @@ def align(plain: list[Instruction], new: list[Instruction]) -> tuple[list[int], 
     return position, anchor, inserted
 
 
+_h200_cubins = functools.lru_cache(maxsize=None)(h200_cubins)  # read the archive once
+
+
 def _cubin(version: str, name: str) -> bytes:
-    return cubins()[name] if version == "here" else h200_cubins()[name]
+    return cubins()[name] if version == "here" else _h200_cubins()[name]
 
 
 @functools.lru_cache(maxsize=None)
