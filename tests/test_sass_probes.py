@@ -218,7 +218,8 @@ def test_the_rewritten_kernel_is_the_plain_kernel_plus_probes(version, name):
         plain = disassemble(_cubin(version, name))
         ((kernel, instructions),) = plain.items()
         assert not markers.from_source(CASE[name].fn)
-        assert [s.kind for s in waits.find(instructions, line_table(_cubin(version, name))[kernel], kernel)] == ["kernel"]
+        locations = line_table(_cubin(version, name))[kernel]
+        assert [s.kind for s in waits.find(instructions, locations, kernel)] == ["kernel"]
         return
     p = got
     cost = p.result.cost
@@ -390,8 +391,9 @@ def test_probe_results_are_read_only_once_ready(version, name):
                     latency = PROBE_LATENCY[p.new[w].base]
                     board = p.new[w].control.write_barrier
                     if board != NO_BARRIER:
-                        assert any(released(p.new[m]) >> board & 1 for m in range(w + 1, n + 1)), \
-                            f"{p.new[n].opcode} (new {n}) reads the {p.new[w].opcode} at {w} without waiting on SB{board}"
+                        waited = any(released(p.new[m]) >> board & 1 for m in range(w + 1, n + 1))
+                        assert waited, f"{p.new[n].opcode} (new {n}) reads the {p.new[w].opcode} at {w} before " \
+                                       f"SB{board} is waited on"
                     else:
                         assert _stalls(p, w, n) >= latency, \
                             f"{p.new[n].opcode} (new {n}) reads {regs.register_names(1 << bit)} " \
