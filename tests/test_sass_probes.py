@@ -5,7 +5,8 @@ Each rewritten kernel is read back with nvdisasm and aligned against the plain o
 instructions must appear in order, bit for bit but for branch displacements); what is left
 over is the probes. Those are then checked against the plain kernel's own liveness and control
 bits: the registers they write are free where they hold values, the state uniform registers
-are never the kernel's, each record's stores follow its readings in their block, every
+are never the kernel's, the prologue and an epilogue before every EXIT write the warp's
+header, each record's stores follow its readings in their block, every
 fixed-latency result is read only after its latency has passed, every scoreboard a store reads
 through is waited on before its registers are written again, and trace.sites' rows and the
 SiteTable say what the code does. Over the corpus (commit 7df68a4, Triton 3.9 here and the
@@ -18,7 +19,8 @@ import numpy as np
 import pytest
 
 from gwatch_nb.errors import SassRewriteError
-from gwatch_nb.layout import READINGS_PER_RECORD, make_tag
+from gwatch_nb._native import FORMAT
+from gwatch_nb.layout import READINGS_PER_RECORD, WARP_MAGIC, make_tag
 from gwatch_nb.sass import markers, registers as regs, waits
 from gwatch_nb.sass.cfg import ControlFlowGraph
 from gwatch_nb.sass.control import NO_BARRIER
@@ -328,6 +330,43 @@ def test_records_are_stored_after_their_readings_in_their_block(version, name):
         source = max(m for m in p.region(p.block_of_new(readings[k])) if m < number and p.uses[m].writes >> data & 1)
         assert p.new[source].opcode == "MOV" and int(p.new[source].operands[1], 16) == k
         k += count
+
+
+def _header_stores(p: Probed, anchor: int) -> dict[int, Instruction]:
+    """The header fields stored by the probes before plain instruction `anchor`, by header offset
+    (the state's end register points just past the header)."""
+    end = p.result.cost["state_registers"][2]
+    out = {}
+    for n, i in enumerate(p.new):
+        if p.inserted[n] and p.anchor[n] == anchor and i.base == "STG":
+            base, offset = _store_word(i)
+            if base == end:
+                out[offset + FORMAT["SLOT_HEADER_BYTES"]] = i
+    return out
+
+
+@pytest.mark.parametrize("version, name", PROBED, ids=PROBED_IDS)
+def test_the_prologue_and_every_exit_write_the_warps_header(version, name):
+    p = _probed_or_skip(version, name)
+    entry = _header_stores(p, 0)
+    assert {k: i.opcode for k, i in entry.items()} == {FORMAT["SH_GT_ENTRY"]: "STG.E.EF.128",
+                                                       FORMAT["SH_MAGIC"]: "STG.E.EF.128",
+                                                       FORMAT["SH_BLOCK_Z"]: "STG.E.EF.64"}
+    assert any(p.inserted[n] and p.anchor[n] == 0 and i.opcode == "MOV" and int(i.operands[1], 16) == WARP_MAGIC
+               for n, i in enumerate(p.new))
+    exits = [i for i in p.plain if i.base == "EXIT" and i.predicate not in ("@!PT", "@!UPT")
+             and p.cfg.reachable[p.cfg.block_of[i.index]]]
+    assert exits
+    for exit_instruction in exits:
+        stored = _header_stores(p, exit_instruction.index)
+        assert sorted(stored) == sorted(FORMAT[f] for f in ("SH_GT_EXIT", "SH_CK_EXIT", "SASS_SH_ROOM")), \
+            f"the EXIT at {exit_instruction.index} has no epilogue"
+        # the exit fields are written only by a warp that takes this EXIT
+        assert all(i.predicate == exit_instruction.predicate for i in stored.values())
+    # nothing else writes a header field
+    everywhere = [n for n, i in enumerate(p.new) if p.inserted[n] and i.base == "STG"
+                  and _store_word(i)[0] == p.result.cost["state_registers"][2]]
+    assert len(everywhere) == 3 + 3 * len(exits)
 
 
 # ---------------------------------------------------------------- trace.sites
