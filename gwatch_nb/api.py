@@ -120,7 +120,11 @@ def do_trace(fn: Callable[[], object], kernel_name_pattern: str, dsl: str = "tri
 def start(options: TraceOptions) -> tiers.TracingSession:
     """Begin tracing (the first half of do_trace): the tier ("auto" decided here) opens
     its session; raises before anything runs if tracing cannot work."""
-    options = dataclasses.replace(options, tier=tiers.resolve(options.tier))
+    tier = tiers.resolve(options.tier)
+    if options.auto and tier != "sass":
+        raise OptionError("auto", True, f"needs instrumentation_tier='sass', which this machine cannot trace on "
+                                        f"(instrumentation_tier='auto' chose {tier!r}: the sass tier needs an sm_90 GPU)")
+    options = dataclasses.replace(options, tier=tier)
     session = tiers.open_session(options)
     session.start()
     return session

@@ -53,7 +53,7 @@ class OptionError(GwatchError, ValueError):
         """The message with the option named ``names[option]`` and its value as ``typed``
         gives it (else as the option holds it)."""
         value = (typed or {}).get(self.option, self.value)
-        return f"{names.get(self.option, self.option)} {value} {self.problem}"
+        return " ".join(str(part) for part in (names.get(self.option, self.option), value, self.problem) if part != "")
 
 
 class ArchiveError(GwatchError, ValueError):

@@ -125,7 +125,10 @@ class SassBuffers:
         first = pointer + GLOBAL_HEADER_BYTES + np.arange(len(view), dtype=np.int64) * slot_bytes(records)
         offset = (view["records"].astype(np.int64) - first) & 0xFFFFFFFF
         written = (view["magic"] == WARP_MAGIC) & (view["gt_exit"] != 0)
-        bad = written & ((tried < 0) | (offset % RECORD_BYTES != 0) | (offset // RECORD_BYTES > records - cls.OVERFLOW_ROWS))
+        more_room = written & (tried < 0)
+        if more_room.any():
+            raise ValueError(f"warp slot {int(np.flatnonzero(more_room)[0])}: it has more room left than the capacity")
+        bad = written & ((offset % RECORD_BYTES != 0) | (offset // RECORD_BYTES > records - cls.OVERFLOW_ROWS))
         if bad.any():
             raise ValueError(f"warp slot {int(np.flatnonzero(bad)[0])}: its next record is not inside its own rows")
         view["events"] = np.where(written, tried, 0).astype(np.uint32)

@@ -127,7 +127,8 @@ class GwatchMagics(Magics):
                                    args.baseline, args.auto, on_instrument=progress.instrumenting)
             session = api.start(options)
         except OptionError as error:
-            typed = {"scopes": args.scopes, "launches": args.launches, "kernel_name_pattern": args.kernel}
+            typed = {"scopes": args.scopes, "launches": args.launches, "kernel_name_pattern": args.kernel,
+                     "auto": ""}  # a flag: its name says it all
             raise UsageError(error.spelled(FLAGS, typed)) from None  # nothing ran: the cell must not half-run
         except GwatchError as error:
             raise UsageError(in_flags(str(error))) from None

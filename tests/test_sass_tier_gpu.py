@@ -80,7 +80,7 @@ def test_sass_tier_is_bit_identical_and_counts_what_the_ptx_tier_counts(name):
     theirs = theirs[~theirs.index.get_level_values("scope_id").isin(left_out)]
     assert set(ours.index) == set(theirs.index), (set(ours.index) ^ set(theirs.index)).__len__()
     sites = trace.sites[trace.sites.origin == "marker"]
-    for scope in trace.df.scope_id.unique():
+    for scope in ours.index.get_level_values("scope_id").unique():
         pairs = sites[(sites.scope == scope) & (sites.kind == "start")]
         peeled = int(pairs.loop.isna().sum()) if pairs.loop.notna().any() else 0
         extra = ours.xs(scope, level="scope_id") - theirs.xs(scope, level="scope_id")
