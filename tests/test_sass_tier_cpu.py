@@ -161,3 +161,11 @@ def test_fixture_sites_say_where_every_reading_went(fixture_trace):
     else:
         assert automatic.empty and not trace.meta["scope_names"]
         assert set(trace.df.scope.astype(str)) == {"load_kv", "dot_qk", "softmax", "dot_pv"}
+
+
+def test_the_sass_tier_names_the_gpus_it_supports():
+    from gwatch_nb.cuda.sass_session import supported
+    a100 = {"device": "NVIDIA A100-SXM4-80GB", "compute_capability_major": 8, "compute_capability_minor": 0}
+    assert supported(a100) == ("the sass tier supports sm_90 (H100/H200); this GPU, NVIDIA A100-SXM4-80GB, is sm_80; "
+                               "use instrumentation_tier='ptx'")
+    assert supported({"device": "NVIDIA H200", "compute_capability_major": 9, "compute_capability_minor": 0}) is None
