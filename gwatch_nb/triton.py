@@ -1,15 +1,31 @@
 """Scope markers for Triton kernels.
 
 Inside ``@triton.jit`` code, ``scope_start(id)`` / ``scope_end(id)`` compile to a PTX
-comment (a sentinel) that the tracer rewrites into a timestamped record; with no trace
-active the comment costs nothing at run time. Under ``TRITON_INTERPRET=1`` the same
+comment (a sentinel) that the ptx tier rewrites into a timestamped record; with no trace
+active the comment costs nothing at run time, though in some kernels (pipelined persistent
+loops) its inline assembly still changes what Triton generates. With ``GWATCH_MARKERS=none``
+in the environment before this module is imported, the markers compile to nothing at all:
+the kernel is the one it would be without them, and the sass tier, which reads the markers
+from the kernel's Python source, still traces their scopes (the ptx tier then has none to
+trace). Triton's on-disk cache then goes to its own directory, so that kernels compiled with
+and without markers never stand in for each other. Under ``TRITON_INTERPRET=1`` the same
 calls record host timestamps per program instance (the interpreter tier).
 """
 from __future__ import annotations
 
+import os
+
 from . import interpreter, triton_compat
 from ._native import FORMAT
 from .layout import MAX_SCOPE_ID
+
+#: What markers compile to: "sentinel" (the PTX comment) or "none" (nothing), from GWATCH_MARKERS.
+MARKER_MODES = ("sentinel", "none")
+MARKERS = os.environ.get("GWATCH_MARKERS", "sentinel")
+if MARKERS not in MARKER_MODES:
+    raise ValueError(f"GWATCH_MARKERS={MARKERS!r} is not one of {', '.join(MARKER_MODES)}")
+if MARKERS == "none" and "TRITON_CACHE_DIR" not in os.environ:
+    os.environ["TRITON_CACHE_DIR"] = os.path.join(os.path.expanduser("~"), ".triton", "cache-gwatch-markers-none")
 
 __all__ = ["scope_start", "scope_end", "MarkerError"]
 
@@ -40,6 +56,8 @@ def _marker(kind: str):
         if context is None:
             # Called by the interpreter (it passes no compiler context to our builtin).
             interpreter.record(sid, is_end)
+            return None
+        if MARKERS == "none":
             return None
         # The asm must produce a value; ptxas drops the unused mov.
         return triton_compat.inline_asm(f"{MARKER_TEXT[kind]} {sid}\n\tmov.u32 $0, 0;", context)

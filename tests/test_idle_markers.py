@@ -2,8 +2,8 @@
 markers and without them to the very same SASS instructions (sm_90a, Triton's own ptxas
 and cuobjdump; only debug line tables differ).
 
-Pipelined persistent kernels are the exception, pinned here as it is until the SASS tier
-removes its cause (the README says so): in the persistent TMA matmuls the idle markers
+Pipelined persistent kernels are the exception, pinned here (GWATCH_MARKERS=none removes it:
+tests/test_markers_none.py): in the persistent TMA matmuls the idle markers
 add one block barrier (``BAR.SYNC``), and in a flattened persistent loop (the tutorials'
 ``flatten=True``) they change the whole schedule and cost registers."""
 import os
