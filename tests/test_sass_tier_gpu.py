@@ -143,3 +143,42 @@ def test_overflow_is_counted_exactly_at_capacity_2():
     tried = full.warps.events.to_numpy()
     assert (small.warps.events.to_numpy() == np.minimum(tried, 2)).all()
     assert (small.warps.events.to_numpy() + small.warps.dropped.to_numpy() == tried).all()
+
+
+MARKERS_NONE_CHILD = """
+import json, sys, warnings
+import torch
+import sass_swap
+from gwatch_nb import GwatchWarning, do_trace
+from gwatch_nb.triton import MARKERS
+case = {c.name: c for c in sass_swap.CASES}[sys.argv[1]]
+work = case.workload("cuda")
+plain = work.launch()
+torch.cuda.synchronize()
+got = {}
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore", GwatchWarning)
+    trace = do_trace(lambda: got.setdefault("out", work.launch()), "^" + case.fn.fn.__name__ + "$",
+                     instrumentation_tier="sass", launches="first")
+same = all(torch.equal(a, b) for a, b in zip(got["out"], plain))
+tiles = trace.df[trace.df.scope_id == 300].groupby(["block_x", "warp"]).size()
+print(json.dumps(dict(markers=MARKERS, same=same, instances=len(trace.df), tile_min=int(tiles.min()),
+                      warps=len(trace.warps), registers=trace.meta["sass"][case.fn.fn.__name__]["registers"])))
+"""
+
+
+def test_markers_compiled_to_nothing_are_traced_on_the_sass_tier():
+    """GWATCH_MARKERS=none: the flattened persistent matmul runs as it would without markers
+    (tests/test_markers_none.py) and its tile scope is still traced on every warp."""
+    import json
+    import os
+    import subprocess
+    import sys
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_CACHE_DIR"}
+    env.update(GWATCH_MARKERS="none", PYTHONPATH=os.pathsep.join([root, os.path.join(root, "tests")]))
+    child = subprocess.run([sys.executable, "-c", MARKERS_NONE_CHILD, "flattened persistent matmul"],
+                           capture_output=True, text=True, env=env, cwd=root, timeout=600)
+    assert child.returncode == 0, child.stderr[-2000:]
+    got = json.loads(child.stdout.splitlines()[-1])
+    assert got["markers"] == "none" and got["same"] and got["tile_min"] >= 1 and got["instances"] > 0
