@@ -245,13 +245,12 @@ def _prologue(liveness: Liveness, params: Parameters, nxt: int, end: int, room: 
     for ureg, reg in ((nxt, slot_ptr), (nxt + 1, slot_ptr + 1), (end, hdr[0]), (end + 1, hdr[1]), (room, capacity)):
         out.append(_Op(lambda c, u=ureg, r=reg: E.r2ur(U(u), R(r), control=c), reads=(_r(reg),), writes=(_ur(ureg),),
                        latency=SLOW_LATENCY))
-    store_board = PROLOGUE_BOARD
     for offset, data, width in ((FORMAT["SH_GT_ENTRY"], times, 128), (FORMAT["SH_MAGIC"], ids, 128),
                                 (FORMAT["SH_BLOCK_Z"], z_sm, 64)):
         out.append(_Op(lambda c, o=offset, d=data, w=width: E.stg_uniform(U(end), R(d), offset=o - _HEADER, width=w,
                                                                           eviction="EF", control=c),
                        reads=(_ur(end), _ur(end + 1)) + tuple(_r(data + k) for k in range(width // 32)),
-                       read_barrier=store_board))
+                       read_barrier=board))
 
 
 def _positions(liveness: Liveness, readings: list[Reading]) -> list[int]:
@@ -325,7 +324,7 @@ def _run(liveness: Liveness, run: list[int], read_at: list[int], groups: list[li
             stores[k] = placed[-1][0]
     j, where = placed[-1]
     events = sum(len(groups[g]) for g in run)
-    R, U = E.Reg, E.UReg
+    U = E.UReg
     update = _Op(lambda c: E.uiadd3(U(room), U(room), -events, control=c), reads=(_ur(room),), writes=(_ur(room),),
                  latency=FIXED_LATENCY)
     predicates = liveness.free_uniform_predicates(first, max(first, j - 1))
