@@ -19,11 +19,12 @@ __all__ = ["do_trace", "SUPPORTED_DSLS", "SUPPORTED_TIERS"]
 
 def do_trace(fn, warmup=0, rep=1, kernel_name_pattern=None, name_id_map=None, dump_path=None, *,
              dsl="triton", scope_name_map=None, instrumentation_tier="ptx", capacity=None, launches="all",
-             scopes=None):
+             scopes=None, auto=False):
     """gwatch_nb.do_trace in G-Watch's argument order (see the module's docstring)."""
     if kernel_name_pattern is None:
         raise OptionError("kernel_name_pattern", None, "is required: the regular expression of the kernels to trace")
     if name_id_map is not None and scope_name_map is not None:
         raise OptionError("name_id_map", name_id_map, "and scope_name_map both name the scopes; give one of them")
     return api.do_trace(fn, kernel_name_pattern, dsl, scope_name_map if name_id_map is None else name_id_map,
-                        instrumentation_tier, capacity, launches, scopes, warmup=warmup, rep=rep, dump_path=dump_path)
+                        instrumentation_tier, capacity, launches, scopes, warmup=warmup, rep=rep, dump_path=dump_path,
+                        auto=auto)
