@@ -172,7 +172,8 @@ def test_gwatch_markers_compile_to_ptx_sentinels():
 
 def test_unsupported_choices_name_what_is_supported():
     from gwatch.cuda.xtrace import do_trace
-    with pytest.raises(ValueError, match=r"instrumentation_tier='sass' is not supported; supported: auto, ptx, interpreter"):
-        do_trace(fn=lambda: None, kernel_name_pattern="k", dsl="triton", instrumentation_tier="sass")
+    with pytest.raises(ValueError, match=r"instrumentation_tier='nvbit' is not supported; supported: auto, ptx, sass, "
+                                         r"interpreter"):
+        do_trace(fn=lambda: None, kernel_name_pattern="k", dsl="triton", instrumentation_tier="nvbit")
     with pytest.raises(ValueError, match=r"dsl='cute' is not supported; supported: triton"):
         do_trace(fn=lambda: None, kernel_name_pattern="k", dsl="cute", instrumentation_tier="ptx")
