@@ -9,8 +9,11 @@ are never the kernel's, the prologue and an epilogue before every EXIT write the
 header, each record's stores follow its readings in their block, every
 fixed-latency result is read only after its latency has passed, every scoreboard a store reads
 through is waited on before its registers are written again, and trace.sites' rows and the
-SiteTable say what the code does. Over the corpus (commit 7df68a4, Triton 3.9 here and the
-H200's 3.6 fixture): 41 kernels, 40,008 plain instructions compared, 9,283 probes inserted."""
+SiteTable say what the code does: each record's words at row m of its run, one room test,
+room update and advance per run of up to MAX_RUN_RECORDS records. Over the corpus (commit
+6cdbe2b, Triton 3.9 here and the H200's 3.6 fixture): 41 kernels, 40,008 plain instructions
+compared, 6,066 probes inserted."""
+import collections
 import functools
 import re
 from dataclasses import dataclass
@@ -30,7 +33,7 @@ from gwatch_nb.sass.instrument import AUTO_SCOPE_BASE, SITE_COLUMNS, instrument,
 from gwatch_nb.sass.instruction import Instruction
 from gwatch_nb.sass.lines import line_table
 from gwatch_nb.sass.liveness import Liveness
-from gwatch_nb.sass.probes import MAX_SINK, PREDICATE_LATENCY
+from gwatch_nb.sass.probes import MAX_RUN_RECORDS, MAX_SINK, PREDICATE_LATENCY, SITE_WORD
 from gwatch_nb.sass.registers import register_use
 from gwatch_nb.sass.scoreboards import FIXED_LATENCY, SLOW_LATENCY, released
 from gwatch_nb.sass.sites import place
@@ -46,9 +49,11 @@ SITELESS = {"vector_add (no markers)"}
 PROBED = [k for k in KERNELS if k[1] not in SITELESS]
 PROBED_IDS = [f"{version}: {name}" for version, name in PROBED]
 
+#: Cycles from a CS2R of a clock to a reader of its result: the most ptxas itself leaves (scoreboards.py).
+CLOCK_READ_LATENCY = 9
 #: What a probe may be, and how many cycles a reader of its result must wait (None: it sets a
 #: scoreboard its reader waits on).
-PROBE_LATENCY = {"S2R": None, "LDC": None, "CS2R": SLOW_LATENCY, "R2UR": SLOW_LATENCY, "MOV": FIXED_LATENCY,
+PROBE_LATENCY = {"S2R": None, "LDC": None, "CS2R": CLOCK_READ_LATENCY, "R2UR": SLOW_LATENCY, "MOV": FIXED_LATENCY,
                  "IMAD": FIXED_LATENCY, "SHF": FIXED_LATENCY, "IADD3": FIXED_LATENCY, "UIADD3": FIXED_LATENCY,
                  "UISETP": PREDICATE_LATENCY, "STG": None, "NOP": None}
 _STORE_ADDRESS = re.compile(r"^\[RZ\.U32\+(UR\d+)(?:\+(-?0x[0-9a-f]+))?\]$")
@@ -207,6 +212,66 @@ def _store_word(instruction: Instruction) -> tuple[str, int]:
     return at.group(1), int(at.group(2) or "0", 16)
 
 
+#: Words a record store writes, by its opcode.
+STORE_WORDS = {"STG.E.EF": 1, "STG.E.EF.64": 2, "STG.E.EF.128": 4}
+
+
+def _register(operand: str) -> int:
+    assert re.fullmatch(r"R\d+", operand), operand
+    return int(operand[1:])
+
+
+def _immediate(operand: str) -> int:
+    return int(operand, 16)
+
+
+def _last_writer(p: Probed, n: int, register: str) -> int | None:
+    """The last instruction before new instruction n in its block that writes `register`."""
+    region, mask = p.region(p.block_of_new(n)), regs.register_bit(register)
+    return next((m for m in range(n - 1, region.start - 1, -1) if p.uses[m].writes & mask), None)
+
+
+@dataclass
+class Run:
+    """A run of records as the rewritten code has it (new indices): its room update, its advance
+    of the next-record register, the room tests found for it (one is right), its readings and
+    its record stores."""
+    update: int
+    advance: int
+    tests: list[int]
+    readings: list[int]
+    stores: list[int]
+
+
+def _runs(p: Probed) -> list[Run]:
+    """The runs, read off the rewritten code: each from its room update (`UIADD3 room, room,
+    -n`) to its guarded advance (`@UPq UIADD3 next, next, 16r`), with the room tests after the
+    previous run's advance."""
+    state = p.result.cost["state_registers"]
+    nxt, room = state[0], state[4]
+    readings = set(_readings(p))
+    runs, open_run, tests = [], None, []
+    for n, i in enumerate(p.new):
+        if not p.inserted[n]:
+            continue
+        if i.base == "UISETP":
+            (tests if open_run is None else open_run.tests).append(n)
+        elif i.base == "UIADD3" and i.operands[0] == room:
+            assert open_run is None, f"the room update at new {n} comes inside the run at new {open_run.update}"
+            assert i.predicate is None and i.operands[1] == room
+            open_run, tests = Run(n, -1, tests, [], []), []
+        elif i.base == "UIADD3" and i.operands[0] == nxt:
+            assert open_run is not None, f"the advance at new {n} belongs to no run"
+            open_run.advance = n
+            runs.append(open_run)
+            open_run = None
+        elif n in readings or (i.base == "STG" and _store_word(i)[0] == nxt):
+            assert open_run is not None, f"the {i.opcode} at new {n} belongs to no run"
+            (open_run.readings if n in readings else open_run.stores).append(n)
+    assert open_run is None and not tests
+    return runs
+
+
 # ---------------------------------------------------------------- the plain kernel plus readings
 
 @pytest.mark.parametrize("version, name", KERNELS, ids=IDS)
@@ -294,42 +359,115 @@ def test_state_registers_are_never_the_kernels(version, name):
 
 @pytest.mark.parametrize("version, name", PROBED, ids=PROBED_IDS)
 def test_records_are_stored_after_their_readings_in_their_block(version, name):
+    """Each record's words (its readings, then its first site's number in SITE_WORD) are
+    stored, at row m of its run, by stores that read the registers its readings and its MOV
+    wrote, after its last reading and before the next record's first, in the same block."""
     p = _probed_or_skip(version, name)
     sites, table = p.result.sites, p.result.table
     readings = _readings(p)
     assert len(readings) == len(sites["site"]) == len(table.tags) == p.result.cost["readings"]
     assert [p.anchor[n] for n in readings] == sites["index"]
-    next_record = p.result.cost["state_registers"][0]
-    stores_of = {}
-    for k, n in enumerate(readings):
-        region = p.region(p.block_of_new(n))
-        (bit,) = _bits(p.uses[n].writes)
-        store = _last_reader(p, n, bit, region)
-        assert p.new[store].base == "STG", f"reading {k}: its register is read by {p.new[store].opcode}, not a store"
-        base, offset = _store_word(p.new[store])
-        assert (base, offset) == (next_record, 4 * int(table.readings[k]))
-        assert p.anchor[store] == sites["store"][k] >= sites["index"][k]
-        assert p.cfg.block_of[sites["store"][k]] == p.cfg.block_of[sites["index"][k]]
-        stores_of[k] = p.anchor[store]
-    # the SiteTable: each record's first site counts its readings, numbered 0.. in one record
     assert table.record_events.sum() == len(readings)
     assert list(table.tags) == [make_tag(s, kind == "end") for s, kind in zip(sites["scope"], sites["kind"])]
-    k = 0
-    while k < len(readings):
+    starts = [k for k in range(len(readings)) if table.record_events[k]]
+    runs = _runs(p)
+    run_of = {n: r for r, run in enumerate(runs) for n in run.readings}
+    row_in_run: dict[int, int] = {}
+    for number, k in enumerate(starts):
         count = int(table.record_events[k])
-        assert 1 <= count <= READINGS_PER_RECORD, f"site {k} starts no record"
-        assert list(table.readings[k:k + count]) == list(range(count))
-        assert len({stores_of[m] for m in range(k, k + count)}) == 1
-        assert not table.record_events[k + 1:k + count].any()
-        # the record's last word is its first site's number, set by a MOV in the same block
-        (number,) = [m for m in p.region(p.block_of_new(readings[k]))
-                     if p.inserted[m] and p.new[m].base == "STG" and p.anchor[m] == stores_of[k]
-                     and _store_word(p.new[m]) == (next_record, 4 * READINGS_PER_RECORD)
-                     and readings[k] < m < (readings[k + count] if k + count < len(readings) else len(p.new))]
-        (data,) = _bits(p.uses[number].reads & ~regs.UNIFORMS)
-        source = max(m for m in p.region(p.block_of_new(readings[k])) if m < number and p.uses[m].writes >> data & 1)
-        assert p.new[source].opcode == "MOV" and int(p.new[source].operands[1], 16) == k
-        k += count
+        assert starts[0] == 0 and 1 <= count <= READINGS_PER_RECORD and k + count == \
+            (starts[number + 1] if number + 1 < len(starts) else len(readings)), f"site {k} starts no whole record"
+        record = readings[k:k + count]
+        assert list(table.readings[k:k + count]) == list(range(SITE_WORD - count, SITE_WORD))
+        assert len({run_of[n] for n in record}) == 1, f"record {number} straddles runs"
+        run = runs[run_of[record[0]]]
+        row = row_in_run[run_of[record[0]]] = row_in_run.get(run_of[record[0]], -1) + 1
+        block = p.block_of_new(record[0])
+        assert all(p.block_of_new(n) is block for n in record)
+        stores = [s for s in run.stores if _store_word(p.new[s])[1] // FORMAT["RECORD_BYTES"] == row]
+        assert stores, f"record {number} has no store at row {row} of its run"
+        # the words the stores cover: the whole record in one 128-bit store, else each word once
+        covered: dict[int, tuple[int, int]] = {}  # word -> (store, register)
+        for s in stores:
+            offset = _store_word(p.new[s])[1] - row * FORMAT["RECORD_BYTES"]
+            width, first_word, data = STORE_WORDS[p.new[s].opcode], offset // 4, _register(p.new[s].operands[1])
+            assert offset % (4 * width) == 0 and data % width == 0, f"a misaligned {p.new[s].opcode} at new {s}"
+            for w in range(first_word, first_word + width):
+                assert w not in covered, f"record {number}: word {w} is stored twice"
+                covered[w] = (s, data + w - first_word)
+        words = set(range(SITE_WORD - count, SITE_WORD + 1))
+        assert set(covered) == words or (set(covered) == set(range(4)) and len(stores) == 1), \
+            f"record {number} ({count} readings) stores the words {sorted(covered)}"
+        for m, n in enumerate(record):
+            s, register = covered[SITE_WORD - count + m]
+            assert _last_writer(p, s, f"R{register}") == n, \
+                f"reading {k + m}: the store at new {s} reads R{register}, which the reading did not write last"
+        s, register = covered[SITE_WORD]
+        mov = _last_writer(p, s, f"R{register}")
+        assert mov is not None and p.inserted[mov] and p.new[mov].base == "MOV" and \
+            _immediate(p.new[mov].operands[1]) == sites["site"][k], f"record {number}: no MOV of its site number"
+        assert run.update < mov < s
+        # where the stores went: one place, past the last reading, within MAX_SINK, in the block,
+        # before the next record's first reading
+        (store_at,) = {p.anchor[s] for s in stores}
+        assert all(sites["store"][m] == store_at for m in range(k, k + count))
+        first, last = sites["index"][k], sites["index"][k + count - 1]
+        assert last <= store_at <= last + MAX_SINK and p.cfg.block_of[store_at] == p.cfg.block_of[first]
+        assert max(stores) > record[-1]
+        if k + count < len(readings):
+            assert max(stores) < readings[k + count]
+        # the widest stores the registers free from the first reading to the stores allow
+        window = max(last, store_at - 1)
+        free = p.liveness.free_registers(first, window)
+        quads, pairs = p.liveness.free_registers(first, window, 4), p.liveness.free_registers(first, window, 2)
+        if len(free) > count:
+            wide = sorted(STORE_WORDS[p.new[s].opcode] for s in stores if STORE_WORDS[p.new[s].opcode] > 1)
+            expected = [4] if quads else [2] * min(len(pairs), 2 if count == 3 else 1)
+            assert wide == expected, f"record {number}: stores of {wide} words where {expected} fit"
+        else:  # registers are short: the readings take them all, the site's MOV comes later
+            assert all(p.new[s].opcode == "STG.E.EF" for s in stores)
+        # the MOV goes at the first reading, or where a register beside the readings' first stays free
+        taken = {covered[w][1] for w in words - {SITE_WORD}}
+        earliest = next(a for a in range(first, window + 1)
+                        if set(p.liveness.free_registers(a, window)) - taken)
+        assert p.anchor[mov] == earliest, f"record {number}: its MOV is at {p.anchor[mov]}, not {earliest}"
+        if earliest == first:
+            assert mov < record[0]
+
+
+@pytest.mark.parametrize("version, name", PROBED, ids=PROBED_IDS)
+def test_each_run_has_one_room_test_one_room_update_and_one_advance(version, name):
+    """Up to MAX_RUN_RECORDS records of one block share one `UISETP` of the room into one UPq
+    (before the update, against 0; or at the run's end, after its stores, against -readings),
+    one `UIADD3 room, room, -readings` and one `@UPq UIADD3 next, next, 16*records`; a new run
+    starts only in a new block or after a full one."""
+    p = _probed_or_skip(version, name)
+    room = p.result.cost["state_registers"][4]
+    table = p.result.table
+    index = {n: k for k, n in enumerate(_readings(p))}
+    runs = _runs(p)
+    assert sum(len(run.readings) for run in runs) == len(index)
+    for r, run in enumerate(runs):
+        region = p.region(p.block_of_new(run.update))
+        assert run.readings and all(n in region for n in (run.update, run.advance, *run.readings, *run.stores))
+        records = sum(1 for n in run.readings if table.record_events[index[n]])
+        assert table.record_events[index[run.readings[0]]] and 1 <= records <= MAX_RUN_RECORDS
+        update, advance = p.new[run.update], p.new[run.advance]
+        assert _immediate(update.operands[2]) == -len(run.readings), f"run {r}: the room update {update.operands}"
+        assert _immediate(advance.operands[2]) == FORMAT["RECORD_BYTES"] * records and advance.operands[3] == "URZ"
+        assert len(run.tests) == 1, f"run {r} has {len(run.tests)} room tests"
+        (t,) = run.tests
+        test = p.new[t]
+        guard = advance.predicate
+        assert guard == f"@{test.operands[0]}" and test.opcode == "UISETP.GT.AND", (guard, test.opcode)
+        assert test.operands[1] == "UPT" and test.operands[2] == room and test.operands[4] == "UPT"
+        if t < run.update:  # the room before the run's readings is above 0
+            assert _immediate(test.operands[3]) == 0
+        else:  # the room after them is above -readings
+            assert max(run.stores) < t < run.advance and _immediate(test.operands[3]) == -len(run.readings)
+        assert _last_writer(p, run.advance, test.operands[0]) == t, f"run {r}: UPq is written again before the advance"
+        if r + 1 < len(runs) and p.block_of_new(runs[r + 1].update) is p.block_of_new(run.update):
+            assert records == MAX_RUN_RECORDS, f"run {r + 1} starts in the block of a run of {records} records"
 
 
 def _header_stores(p: Probed, anchor: int) -> dict[int, Instruction]:
@@ -380,18 +518,19 @@ def test_trace_sites_columns_say_where_each_reading_went(version, name):
     assert sites["kernel"] == [p.kernel] * rows and sites["site"] == list(range(rows))
     cubin = _cubin(version, name)
     locations = line_table(cubin)[p.kernel]
-    placed = {(s.scope, s.kind, s.pair): s for s in place(p.plain, locations, markers.from_source(CASE[name].fn),
-                                                          p.kernel, p.cfg)}
+    # a pair may have several ends (one per path out of its scope): sites are told apart by instruction
+    placed = {(s.scope, s.kind, s.pair, s.index): s for s in place(p.plain, locations,
+                                                                   markers.from_source(CASE[name].fn), p.kernel, p.cfg)}
     found = [f for f in waits.find(p.plain, locations, p.kernel, p.cfg) if f.kind != "kernel"]
     kinds = {f.kind for f in found}
     left = {(e["scope"], e["pair"]) for e in p.result.left_out}
-    seen = set()
+    seen = collections.Counter()
     for k in range(rows):
         row = {c: sites[c][k] for c in SITE_COLUMNS}
         site = row["index"] - row["moved"]
         assert p.cfg.block_of[row["index"]] == p.cfg.block_of[site] and abs(row["moved"]) <= MAX_SINK
         if row["origin"] == "marker":
-            s = placed[row["scope"], row["kind"], row["pair"]]
+            s = placed[row["scope"], row["kind"], row["pair"], site]
             assert (site, row["instruction"], row["block"], row["loop"], row["span"], row["own"]) == \
                 (s.index, s.instruction, s.block, s.loop, s.span, s.own)
             assert row["line"] is None
@@ -402,13 +541,13 @@ def test_trace_sites_columns_say_where_each_reading_went(version, name):
             assert site == (f.start if row["kind"] == "start" else f.ends[row["pair"]])
             assert p.result.scope_names[row["scope"]] == f.name and row["line"] == f.line
             assert row["span"] is None
-        seen.add((row["scope"], row["kind"], row["pair"]))
-    # every site has its row but the pairs left out (an automatic site's readings go together)
-    expected = set(placed) | {(AUTO_SCOPE_BASE + k, "start", 0) for k in range(len(found))}
-    expected |= {(AUTO_SCOPE_BASE + k, "end", e) for k, f in enumerate(found) for e in range(len(f.ends))}
+        seen[row["scope"], row["kind"], row["pair"], site] += 1
+    # every site has one row but the pairs left out (an automatic site's readings go together)
+    expected = set(placed) | {(AUTO_SCOPE_BASE + k, "start", 0, f.start) for k, f in enumerate(found)}
+    expected |= {(AUTO_SCOPE_BASE + k, "end", e, end) for k, f in enumerate(found) for e, end in enumerate(f.ends)}
     left_scopes = {scope for scope, _ in left}
-    assert seen == {(scope, kind, pair) for scope, kind, pair in expected
-                    if (scope, pair) not in left and not (scope >= AUTO_SCOPE_BASE and scope in left_scopes)}
+    assert seen == collections.Counter(key for key in expected if (key[0], key[2]) not in left
+                                       and not (key[0] >= AUTO_SCOPE_BASE and key[0] in left_scopes))
 
 
 # ---------------------------------------------------------------- latencies and scoreboards
@@ -479,14 +618,14 @@ def test_store_registers_are_not_rewritten_before_the_store_has_read_them(versio
                     f"before the store at {s} is known to have read it (SB{board})"
             else:
                 assert ends_the_warp, f"the store at new {s} may still be reading at the end of block {block.index}"
-    assert checked >= p.result.cost["readings"]
+    assert checked >= int((p.result.table.record_events > 0).sum())  # each record has a store at least
 
 
 # ---------------------------------------------------------------- readings moved or left out
 
 def _room(p: Probed, i: int) -> bool:
-    """Whether a lone reading fits before instruction i: two registers and a uniform predicate."""
-    return len(p.liveness.free_registers(i)) >= 2 and bool(p.liveness.free_uniform_predicates(i))
+    """Whether a reading fits before instruction i: a register for its value."""
+    return len(p.liveness.free_registers(i)) >= 1
 
 
 @pytest.mark.parametrize("version, name", PROBED, ids=PROBED_IDS)
@@ -496,14 +635,34 @@ def test_moved_and_left_out_readings_had_no_room_at_their_site(version, name):
     for k, moved in enumerate(sites["moved"]):
         if moved:
             at = sites["index"][k]
-            assert not _room(p, at - moved) and _room(p, at), (k, at, moved)
+            site = at - moved
+            assert not _room(p, site) and _room(p, at), (k, at, moved)
+            # the nearest instruction with room, between the readings before and after it, in its block
+            block = p.cfg.block_at(site)
+            low = max(block.start, sites["index"][k - 1] if k else 0)
+            high = min(block.end, sites["index"][k + 1] - sites["moved"][k + 1] + 1 if k + 1 < len(sites["index"])
+                       else len(p.plain))
+            near = sorted((m for m in range(low, high) if m != site), key=lambda m: (abs(m - site), m))
+            assert at in near[:MAX_SINK] and not any(_room(p, m) for m in near[:near.index(at)]), (k, at, moved)
     for entry in p.result.left_out:
         assert set(entry) == {"scope", "pair", "instruction", "reason"} and "\n" not in entry["reason"]
-        need = re.fullmatch(rf"kernel {re.escape(p.kernel)}: no (\d+) registers and a uniform predicate are free at "
-                            r"instruction (\d+) \(\S+\) for a reading", entry["reason"])
-        assert need, entry["reason"]
-        if need.group(1) == "2":  # a lone reading: no room where it was tried
-            assert not _room(p, int(need.group(2)))
+        kernel = re.escape(p.kernel)
+        reading = re.fullmatch(rf"kernel {kernel}: no (\d+) registers are free at instruction (\d+) \(\S+\) for a "
+                               r"reading", entry["reason"])
+        site = re.fullmatch(rf"kernel {kernel}: no register is free for a record's site between instructions "
+                            r"(\d+) and (\d+)", entry["reason"])
+        predicate = re.fullmatch(rf"kernel {kernel}: no uniform predicate is free at instruction (\d+) for a "
+                                 r"record", entry["reason"])
+        assert reading or site or predicate, entry["reason"]
+        if reading and reading.group(1) == "1":  # a lone reading: no room where it was tried
+            assert not _room(p, int(reading.group(2)))
+        elif site:  # the readings took every register free there, and none frees up later
+            first, window = int(site.group(1)), int(site.group(2))
+            free = set(p.liveness.free_registers(first, window))
+            assert 1 <= len(free) <= READINGS_PER_RECORD
+            assert all(set(p.liveness.free_registers(a, window)) == free for a in range(first, window + 1))
+        elif predicate:
+            assert not p.liveness.free_uniform_predicates(int(predicate.group(1)))
 
 
 def _left_out_case(version: str, name: str, auto: bool):
@@ -518,28 +677,31 @@ def _left_out_case(version: str, name: str, auto: bool):
     return result, placed, automatic
 
 
-@pytest.mark.parametrize("version", ["here", "h200"])
-def test_the_warp_specialized_matmul_leaves_readings_out_and_says_so(version):
-    """Its consumer warps sit at the register count USETMAXREG gives them: some automatic sites
-    find no two registers free. Those pairs are left out, each named with its reason; the rest
-    are all read; the markers alone fit."""
+def test_the_warp_specialized_matmul_leaves_readings_out_and_says_so():
+    """As the H200's Triton 3.6 schedules it, the automatic sites at its consumer's BAR.SYNCs
+    find no uniform predicate free for their room test. Those sites are left out, each named
+    with its reason; the rest are all read; the markers alone fit."""
     name = "warp-specialized TMA matmul"
-    result, placed, automatic = _left_out_case(version, name, auto=True)
+    result, placed, automatic = _left_out_case("h200", name, auto=True)
     assert len(result.left_out) >= 5
+    assert all(re.fullmatch(rf"kernel {result.kernel}: no uniform predicate is free at instruction \d+ for a record",
+                            e["reason"]) for e in result.left_out)
     left = {e["scope"] for e in result.left_out}
     assert left <= set(result.scope_names) and not left & set(result.sites["scope"])
+    assert all(result.scope_names[scope].startswith("barrier ") for scope in left)
     left_readings = sum(1 + len(f.ends) for k, f in enumerate(automatic) if AUTO_SCOPE_BASE + k in left)
     assert result.cost["readings"] == len(placed) + sum(1 + len(f.ends) for f in automatic) - left_readings
-    p = probed(version, name)
+    p = probed("h200", name)
     assert len(_readings(p)) == result.cost["readings"]
-    markers_only, placed, _ = _left_out_case(version, name, auto=False)
+    markers_only, placed, _ = _left_out_case("h200", name, auto=False)
     assert markers_only.left_out == [] and markers_only.cost["readings"] == len(placed)
 
 
 def test_a_reading_moves_where_its_site_has_no_room():
-    """Layer norm's backward dx, as Triton 3.9 schedules it: readings the liveness leaves no
-    room for at their site are read at the nearest instruction of the block that has it."""
-    p = probed("here", "layernorm bwd dx")
+    """The causal d128 attention forward, as the H200's Triton 3.6 schedules it: a reading the
+    liveness leaves no register for at its site is read at the nearest instruction of the
+    block that has one."""
+    p = probed("h200", "attention fwd d128 causal")
     moved = [(i, m) for i, m in zip(p.result.sites["index"], p.result.sites["moved"]) if m]
     assert len(moved) >= 1
     readings = _readings(p)
