@@ -358,19 +358,27 @@ def _record(liveness: Liveness, read_at: list[int], site: int, row: int, nxt: in
     block = cfg.block_at(first)
     # Sink the stores as far as STORE_DISTANCE kernel cycles past the last reading, while the
     # registers stay free, within the block.
-    j, cycles = None, 0
-    for k in range(last, min(block.end - 1, limit, last + MAX_SINK)):
-        if len(liveness.free_registers(first, k)) < count:
-            break
-        j = k + 1
-        cycles += control_of(cfg.instructions[k]).stall
-        if cycles >= STORE_DISTANCE:
-            break
-    if j is None:  # the stores go right after the last reading, before its instruction
-        if len(liveness.free_registers(first, last)) < count:
-            raise TooFewRegisters(f"kernel {cfg.kernel}: no {count} registers are free at instruction {first} "
-                                  f"({cfg.instructions[first].opcode}) for a reading")
-        j = last
+    def sink(need: int) -> int | None:
+        """How far the stores go while `need` registers stay free; None: not even past the last reading."""
+        j, cycles = None, 0
+        for k in range(last, min(block.end - 1, limit, last + MAX_SINK)):
+            if len(liveness.free_registers(first, k)) < need:
+                break
+            j = k + 1
+            cycles += control_of(cfg.instructions[k]).stall
+            if cycles >= STORE_DISTANCE:
+                break
+        if j is None and len(liveness.free_registers(first, last)) >= need:
+            j = last  # the stores go right after the last reading, before its instruction
+        return j
+
+    # With the site's register free all along where that allows, else the readings' alone.
+    j = sink(count + 1)
+    if j is None:
+        j = sink(count)
+    if j is None:
+        raise TooFewRegisters(f"kernel {cfg.kernel}: no {count} registers are free at instruction {first} "
+                              f"({cfg.instructions[first].opcode}) for a reading")
     window = max(last, j - 1)
     R, U = E.Reg, E.UReg
     if len(liveness.free_registers(first, window)) > count:
