@@ -55,6 +55,8 @@ CLOCK_LATENCY = 9
 FIRST_STATE_UR = 0        # ptxas never hands out UR0-UR3, but the H200 runs probes kept there
 PROLOGUE_BOARD = 5        # scoreboard of the prologue's S2R and LDC (nothing is pending at entry)
 MAX_STALL = 15
+#: The read barrier of a record's store until _schedule picks its scoreboard (_store_board).
+BOARD_CHOSEN_LATER = -1
 
 _HEADER = FORMAT["SLOT_HEADER_BYTES"]  # the uniform "end" register points just past the header
 
@@ -401,7 +403,7 @@ def _record(liveness: Liveness, read_at: list[int], site: int, row: int, nxt: in
     where = late[last] if j == last else ops[j]
     where.extend(_Op(lambda c, d=data, w=word, n=width: E.stg_uniform(U(nxt), R(d), offset=offset + 4 * w,
                                                                       width=32 * n, eviction="EF", control=c),
-                     reads=(_ur(nxt), _ur(nxt + 1)) + tuple(_r(data + m) for m in range(width)), read_barrier=-1)
+                     reads=(_ur(nxt), _ur(nxt + 1)) + tuple(_r(data + m) for m in range(width)), read_barrier=BOARD_CHOSEN_LATER)
                  for word, data, width in vectors)
     return j, where
 
@@ -537,7 +539,7 @@ def _schedule(liveness: Liveness, ops: dict[int, list[_Op]], state: tuple[int, .
         for p in range(block.start, block.end):
             items: list[_Op] = []
             for op in ops.get(p, []):
-                if op.read_barrier == -1:  # a record store
+                if op.read_barrier == BOARD_CHOSEN_LATER:  # a record store
                     op.read_barrier, now = _store_board(liveness, block, p, op)
                     immediate |= now << op.read_barrier
                 need = max((ready.get(r, 0) for r in op.reads), default=0)
