@@ -23,6 +23,10 @@ compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 3 pyth
 echo "memcheck exit status $?"; tail -12 "$OUT/memcheck.log"
 compute-sanitizer --tool racecheck --report-api-errors no --error-exitcode 3 python3 tests/sanitizer_check.py --quick > "$OUT/racecheck.log" 2>&1
 echo "racecheck exit status $?"; tail -5 "$OUT/racecheck.log"
+compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 3 python3 tests/sanitizer_check.py --tier sass > "$OUT/sass_tier_memcheck.log" 2>&1
+echo "sass tier memcheck exit status $?"; tail -8 "$OUT/sass_tier_memcheck.log"
+compute-sanitizer --tool racecheck --report-api-errors no --error-exitcode 3 python3 tests/sanitizer_check.py --tier sass --quick > "$OUT/sass_tier_racecheck.log" 2>&1
+echo "sass tier racecheck exit status $?"; tail -3 "$OUT/sass_tier_racecheck.log"
 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 3 python3 tests/sass_sanitizer_check.py > "$OUT/sass_memcheck.log" 2>&1
 echo "SASS memcheck exit status $?"; tail -12 "$OUT/sass_memcheck.log"
 compute-sanitizer --tool racecheck --report-api-errors no --error-exitcode 3 python3 tests/sass_sanitizer_check.py --quick > "$OUT/sass_racecheck.log" 2>&1
