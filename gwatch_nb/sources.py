@@ -5,6 +5,7 @@ options live either in the files Triton's load hook names (kernels loaded while 
 is active) or on Triton's in-process CompiledKernel objects (kernels loaded before)."""
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -66,6 +67,19 @@ class TritonSources:
         source = self._from_compiled_kernels(handle)
         if source is None:
             self._not_triton.add(handle)
+        return source
+
+    def with_function(self, source: KernelSource, handle: int) -> KernelSource:
+        """`source` with its @triton.jit function, which a kernel found through the load hook
+        lacks: its CompiledKernel, loaded by now, has it."""
+        if source.function is not None:
+            return source
+        compiled = self._from_compiled_kernels(handle)
+        if compiled is None or compiled.function is None:
+            return source
+        source = dataclasses.replace(source, function=compiled.function)
+        if self._loaded.get(handle) is not None:
+            self._loaded[handle] = source
         return source
 
     @staticmethod

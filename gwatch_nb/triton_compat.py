@@ -156,16 +156,6 @@ def jit_function(obj):
     return getattr(getattr(obj, "src", None), "fn", None)
 
 
-def jit_function_of(handle: int):
-    """The @triton.jit function of the loaded CompiledKernel with this CUfunction handle (one
-    pass over the heap), or None."""
-    from triton.compiler.compiler import CompiledKernel
-    for obj in gc.get_objects():
-        if issubclass(type(obj), CompiledKernel) and obj.function == handle:
-            return jit_function(obj)
-    return None
-
-
 def loaded_handle(obj) -> int | None:
     """The CUfunction handle a CompiledKernel holds now (None once unloaded)."""
     return None if obj is None else obj.function

@@ -7,7 +7,7 @@ import hashlib
 import threading
 import time
 
-from .. import layout, triton_compat
+from .. import layout
 from ..errors import SassRewriteError, TraceFailedError, UnsupportedGpuError
 from ..sass import markers as marker_sources
 from ..sass.instrument import SITE_COLUMNS, instrument
@@ -36,6 +36,7 @@ class SassTraceSession(TraceSession):
         super().start()
 
     def _build(self, context: int, function: int, source) -> InstrumentedKernel | None:
+        source = self._sources.with_function(source, function)  # its markers are read from its source
         kernel = sass_kernel(context, function, source, self.options.scopes, self.options.auto)
         left_out = kernel.extra["left_out"] if kernel is not None else []
         if left_out:
@@ -80,30 +81,29 @@ def sass_kernel(context: int, original_handle: int, source, scopes: frozenset | 
     key = (context, hashlib.sha256(source.cubin).hexdigest(), scopes, auto)
     with _lock:
         if key not in _by_cubin:
-            _by_cubin[key] = _build(source, original_handle, scopes, auto)
+            _by_cubin[key] = _build(source, scopes, auto)
         kernel = _by_cubin[key]
     if kernel is not None:
         driver.copy_attributes(original_handle, kernel.function)
     return kernel
 
 
-def _markers(source, handle: int) -> list:
+def _markers(source) -> list:
     """The kernel's markers: from its Python source where the function is known (it still names
     the markers Triton drops in warp-specialized loops, and those GWATCH_MARKERS=none compiles
     to nothing), else from the sentinels in its PTX."""
-    function = source.function or triton_compat.jit_function_of(handle)
-    if function is not None:
+    if source.function is not None:
         try:
-            return marker_sources.from_source(function)
+            return marker_sources.from_source(source.function)
         except SassRewriteError:
             pass
     return marker_sources.from_ptx(source.ptx)
 
 
-def _build(source, handle: int, scopes: frozenset | None, auto: bool) -> InstrumentedKernel | None:
+def _build(source, scopes: frozenset | None, auto: bool) -> InstrumentedKernel | None:
     began = time.perf_counter()
     try:
-        made = instrument(source.cubin, source.name, _markers(source, handle), scopes, auto)
+        made = instrument(source.cubin, source.name, _markers(source), scopes, auto)
     except SassRewriteError as error:
         raise TraceFailedError(f"{source.name}: the sass tier cannot instrument it ({error}); it ran untraced",
                                "rewrite_failed") from None
