@@ -63,7 +63,9 @@ def do_trace(fn: Callable[[], object], kernel_name_pattern: str, dsl: str = "tri
     kernel runs as it does untraced plus the readings (``trace.sites`` says where each
     went; a reading no registers are free for is left out with its pair, and
     ``trace.meta["sass"]`` names it); ``"interpreter"`` records host time under
-    ``TRITON_INTERPRET=1`` (no GPU needed); ``"auto"`` is the sass tier on an sm_90 GPU,
+    ``TRITON_INTERPRET=1`` (no GPU needed); ``"auto"`` is the sass tier on an sm_90 GPU
+    (each kernel it cannot instrument soundly traced on the ptx tier instead, with a
+    ``sass_fallback`` warning; ``trace.launches["tier"]`` says which tier traced each launch),
     the ptx tier on another GPU, else the interpreter. ``auto=True`` (only with
     ``instrumentation_tier="sass"``) also traces the automatic sites, beside the markers or
     in kernels that have none: every loop's iterations and every blocking wait (mbarrier,
@@ -124,7 +126,8 @@ def start(options: TraceOptions) -> tiers.TracingSession:
     if options.auto and tier != "sass":
         raise OptionError("auto", True, f"needs instrumentation_tier='sass', which this machine cannot trace on "
                                         f"(instrumentation_tier='auto' chose {tier!r}: the sass tier needs an sm_90 GPU)")
-    options = dataclasses.replace(options, tier=tier)
+    # "auto" on an sm_90 GPU: the sass tier, and per kernel the ptx tier where the sass tier cannot trace it soundly.
+    options = dataclasses.replace(options, tier=tier, fallback=options.tier == "auto" and tier == "sass")
     session = tiers.open_session(options)
     session.start()
     return session

@@ -24,11 +24,13 @@ class NoMatchingKernelError(GwatchError):
 class TraceFailedError(GwatchError):
     """Matching launches could not be traced (graph capture, PTX not found, ptxas or JIT failure).
 
-    ``kind`` names the step that failed (a key of ``tiers.PROBLEM_KINDS``)."""
+    ``kind`` names the step that failed (a key of ``tiers.PROBLEM_KINDS``); ``reason``, the
+    cause alone, without the kernel's name and what became of the launch."""
 
-    def __init__(self, message: str, kind: str = "trace_failed"):
+    def __init__(self, message: str, kind: str = "trace_failed", reason: str = ""):
         super().__init__(message)
         self.kind = kind
+        self.reason = reason or message
 
 
 class UnsupportedGpuError(GwatchError):

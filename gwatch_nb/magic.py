@@ -25,7 +25,7 @@ from IPython.core.magic import Magics, cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 from IPython.display import display
 
-from . import api, autotune, overhead, triton_compat
+from . import api, autotune, overhead, tiers, triton_compat
 from .errors import GwatchError, NoMatchingKernelError, OptionError, TraceFailedError
 from .options import TraceOptions, tier_choices
 from .scopes import chosen_scopes
@@ -98,10 +98,7 @@ class GwatchMagics(Magics):
     @argument("-s", "--scopes", help="record only these scopes, by id or by name from --names, e.g. 101,dot_pv "
               "(the others cost nothing)")
     @argument("-l", "--launches", default="all", help="which matching launches to trace: first, all, or N")
-    @argument("-t", "--tier", default="auto", choices=list(tier_choices()),
-              help="ptx: on the GPU, readings in the PTX; sass: readings spliced into the compiled kernel "
-              "(sm_90 only); interpreter: host time under TRITON_INTERPRET=1; auto: ptx if there is a GPU, "
-              "else interpreter")
+    @argument("-t", "--tier", default="auto", choices=list(tier_choices()), help=tiers.help_text())
     @argument("--auto", action="store_true", help="with -t sass: also trace the automatic sites (every loop's "
               "iterations, every blocking wait), beside the markers or in kernels that have none")
     @argument("--configs", action="store_true", help="an autotuned kernel: trace one launch of each config the "

@@ -45,8 +45,11 @@ class TraceOptions:
     (only for kernels whose launches may be repeated: they must not write their inputs).
     ``auto``: on the sass tier (``tier`` "sass"), also trace the automatic sites, every
     loop's iterations and every blocking wait (docs/sass/sites.md), with or without
-    markers; any other tier refuses it once "auto" is resolved. ``on_instrument``: told a kernel's name
-    before it is instrumented (the first time can take a second)."""
+    markers; any other tier refuses it once "auto" is resolved. ``fallback``: on the sass tier, a
+    kernel it cannot instrument soundly (or only with readings left out) is traced on the ptx
+    tier instead, with a ``sass_fallback`` warning: what tier "auto" resolves to on an sm_90
+    GPU. ``on_instrument``: told a kernel's name before it is instrumented (the first time can
+    take a second)."""
     kernel_name_pattern: str
     tier: str = "auto"
     capacity: int | None = None
@@ -55,6 +58,7 @@ class TraceOptions:
     configs: bool = False
     baseline: int = 0
     auto: bool = False
+    fallback: bool = False
     on_instrument: Callable[[str], None] | None = field(default=None, compare=False)
     pattern: re.Pattern = field(init=False, repr=False, compare=False)
     max_launches: int | None = field(init=False, repr=False, compare=False)

@@ -135,6 +135,43 @@ def from_device(headers: np.ndarray, recs: np.ndarray, capacity: int,
     return warps, cycles, tags, missing
 
 
+def close_at_exit(warps: np.ndarray, cycles: np.ndarray, tags: np.ndarray,
+                  scope_ids) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The events with an end drawn at the warp's exit clock for each scope of ``scope_ids``
+    that the warp's events leave open: scopes the sass tier proved a path can leave only by
+    exiting the kernel (sass/pairing.py), so their instance ends when the warp exits. A warp
+    that dropped events is left as it is (its open scopes stay reported as unclosed). Ends
+    are added innermost first, after the warp's last event. Returns (warps, cycles, tags)."""
+    ids = np.asarray(sorted(scope_ids), np.int64)
+    counts = warps["n_events"].astype(np.int64)
+    if len(ids) == 0 or len(tags) == 0:
+        return warps, cycles, tags
+    warp_of = np.repeat(np.arange(len(counts)), counts)
+    scope = (tags >> TAG_ID_SHIFT).astype(np.int64)
+    watched = np.isin(scope, ids) & (warps["n_dropped"] == 0)[warp_of]
+    at = np.flatnonzero(watched)
+    if len(at) == 0:
+        return warps, cycles, tags
+    # The last event of each (warp, scope): still open when it is a start.
+    key = warp_of[at] * (int(scope.max()) + 1) + scope[at]
+    order = np.lexsort((at, key))
+    last = np.ones(len(order), bool)
+    last[:-1] = key[order][1:] != key[order][:-1]
+    final = at[order[last]]
+    open_start = final[(tags[final] & TAG_END_BIT) == 0]
+    if len(open_start) == 0:
+        return warps, cycles, tags
+    # Innermost (latest start) first within each warp; each goes just after the warp's last event.
+    open_start = open_start[np.lexsort((-open_start, warp_of[open_start]))]
+    owner = warp_of[open_start]
+    ends_at = np.cumsum(counts)[owner]
+    new_tags = np.insert(tags, ends_at, tags[open_start] | TAG_END_BIT)
+    new_cycles = np.insert(cycles, ends_at, warps["ck_exit"][owner].astype(cycles.dtype))
+    closed = warps.copy()
+    closed["n_events"] += np.bincount(owner, minlength=len(warps)).astype(closed["n_events"].dtype)
+    return closed, new_cycles, new_tags
+
+
 def unwrap_clock(clock_lo: np.ndarray, entry_clock: np.ndarray, counts: np.ndarray) -> np.ndarray:
     """Rebuild 64-bit clocks from the 32-bit low words each event stored.
 

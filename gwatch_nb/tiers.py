@@ -41,6 +41,7 @@ PROBLEM_KINDS = {
     "internal": "tracing failed inside a launch callback",
     "instrumentation_cost": "instrumenting changed the kernel's resources enough to change how it runs",
     "sites_left_out": "the sass tier found no free registers for some readings; their scopes' pairs there are not traced",
+    "sass_fallback": "the sass tier could not instrument it soundly; tier 'auto' traced it on the ptx tier instead",
 }
 
 
@@ -78,6 +79,8 @@ class TracingSession(Protocol):
 class Tier:
     name: str
     open: Callable[[TraceOptions], TracingSession]
+    #: What the tier does, in a few words (the magic's and do_trace's help are made of these).
+    help: str
     #: Said after "no launched kernel matched" when nothing launched at all.
     nothing_launched_hint: str = ""
 
@@ -98,11 +101,19 @@ def _interpreter(options: TraceOptions) -> TracingSession:
 
 
 TIERS = {
-    "ptx": Tier("ptx", _ptx),
-    "sass": Tier("sass", _sass),
-    "interpreter": Tier("interpreter", _interpreter,
+    "ptx": Tier("ptx", _ptx, "on the GPU, readings in the PTX"),
+    "sass": Tier("sass", _sass, "readings spliced into the compiled kernel (sm_90 only)"),
+    "interpreter": Tier("interpreter", _interpreter, "host time under TRITON_INTERPRET=1",
                         " (on the interpreter tier, set TRITON_INTERPRET=1 before the kernels are defined)"),
 }
+#: What "auto" chooses (resolve below).
+AUTO_HELP = ("sass on an sm_90 GPU (ptx for each kernel the sass tier cannot trace soundly), ptx on another GPU, "
+             "else interpreter")
+
+
+def help_text() -> str:
+    """One line per tier choice, from the table: what ``-t`` / ``instrumentation_tier`` offer."""
+    return "; ".join([f"{tier.name}: {tier.help}" for tier in TIERS.values()] + [f"auto: {AUTO_HELP}"])
 
 
 def resolve(tier: str) -> str:

@@ -232,6 +232,7 @@ class Trace:
                 "scope_instances": len(launch.intervals.scope_id),
                 "missing_warps": int(r.info.get("missing_warps", 0)),
                 "config": launch_config.label(r.info.get("config")), "autotune": r.info.get("autotune"),
+                "tier": r.info.get("tier", self.meta.get("tier")),
             })
         return pd.DataFrame(rows)
 

@@ -280,14 +280,15 @@ def test_the_rewritten_kernel_is_the_plain_kernel_plus_probes(version, name):
     if isinstance(got, SassRewriteError):
         assert "\n" not in str(got) and str(got).startswith("kernel ")
         return
-    assert (got is None) == (name in SITELESS)
-    if got is None:  # nothing to read: no markers, and no wait or loop but the kernel's own
-        plain = disassemble(_cubin(version, name))
-        ((kernel, instructions),) = plain.items()
+    assert got is not None, "with auto=True every kernel has a site: its body, at the least"
+    if name in SITELESS:  # no markers, no wait or loop: the kernel's body is its scope, ended by its exits
+        ((kernel, instructions),) = disassemble(_cubin(version, name)).items()
         assert not markers.from_source(CASE[name].fn)
         locations = line_table(_cubin(version, name))[kernel]
         assert [s.kind for s in waits.find(instructions, locations, kernel)] == ["kernel"]
-        return
+        sites = got.result.sites
+        assert (sites["origin"], sites["kind"], sites["index"]) == (["kernel"], ["start"], [0])
+        assert set(got.result.open_at_exit) == set(sites["scope"])
     p = got
     cost = p.result.cost
     assert cost["instructions"] == len(p.plain)

@@ -7,7 +7,7 @@ import hashlib
 import threading
 import time
 
-from .. import layout
+from .. import layout, records
 from ..errors import SassRewriteError, TraceFailedError, UnsupportedGpuError
 from ..sass import markers as marker_sources
 from ..sass.instrument import SITE_COLUMNS, instrument
@@ -37,14 +37,42 @@ class SassTraceSession(TraceSession):
 
     def _build(self, context: int, function: int, source) -> InstrumentedKernel | None:
         source = self._sources.with_function(source, function)  # its markers are read from its source
-        kernel = sass_kernel(context, function, source, self.options.scopes, self.options.auto)
+        try:
+            kernel = sass_kernel(context, function, source, self.options.scopes, self.options.auto)
+        except TraceFailedError as error:
+            if not self.options.fallback or error.kind != "rewrite_failed":
+                raise
+            return self._on_ptx_tier(context, function, source, error.reason)
         left_out = kernel.extra["left_out"] if kernel is not None else []
         if left_out:
             shown = ", ".join(f"scope {o['scope']} at instruction {o['instruction']}" for o in left_out[:3])
             more = f" and {len(left_out) - 3} more" if len(left_out) > 3 else ""
-            self._note("sites_left_out", source.name, f"{source.name}: no registers were free for {len(left_out)} "
-                       f"reading(s), left out with their pairs: {shown}{more} (trace.meta['sass'] lists them)")
+            why = f"no registers were free for {len(left_out)} reading(s), left out with their pairs: {shown}{more}"
+            if self.options.fallback:
+                return self._on_ptx_tier(context, function, source, why)
+            self._note("sites_left_out", source.name, f"{source.name}: {why} (trace.meta['sass'] lists them)")
         return kernel
+
+    def _on_ptx_tier(self, context: int, function: int, source, why: str) -> InstrumentedKernel | None:
+        """The ptx tier's copy of a kernel the sass tier could not trace soundly (tier "auto")."""
+        kernel = TraceSession._build(self, context, function, source)
+        lost = "; its automatic sites are not traced there" if self.options.auto else ""
+        self._note("sass_fallback", source.name, f"{source.name}: traced on the ptx tier, as the sass tier could "
+                   f"not trace it soundly ({why}){lost}")
+        return kernel
+
+    def collect(self, launch) -> records.LaunchRecords:
+        """The ptx tier's collection, then an end at the warp's exit for every scope the kernel's
+        placement proved only an exit can leave open (sass/pairing.py)."""
+        collected = TraceSession.collect(launch)
+        kernel = self._ready.get(launch.key)
+        open_at_exit = kernel.extra.get("open_at_exit", {}) if kernel is not None and kernel.extra else {}
+        if open_at_exit:
+            warps, cycles, tags = records.close_at_exit(collected.warps, collected.cycles, collected.tags,
+                                                        open_at_exit)
+            collected = records.LaunchRecords(collected.kernel, collected.grid, collected.block, collected.capacity,
+                                              warps, cycles, tags, collected.info)
+        return collected
 
     def meta(self) -> dict:
         """The ptx tier's entries, and ``sites`` (trace.sites' rows by column: every reading,
@@ -106,7 +134,7 @@ def _build(source, scopes: frozenset | None, auto: bool) -> InstrumentedKernel |
         made = instrument(source.cubin, source.name, _markers(source), scopes, auto)
     except SassRewriteError as error:
         raise TraceFailedError(f"{source.name}: the sass tier cannot instrument it ({error}); it ran untraced",
-                               "rewrite_failed") from None
+                               "rewrite_failed", reason=str(error)) from None
     if made is None:
         return None
     try:
@@ -120,4 +148,4 @@ def _build(source, scopes: frozenset | None, auto: bool) -> InstrumentedKernel |
         sites=tuple(range(len(made.sites["site"]))), table=made.table, resources=resources(function),
         build_seconds=time.perf_counter() - began, buffer=layout.SASS_BUFFERS,
         extra=dict(sites=made.sites, scope_names=made.scope_names, cost=made.cost, seconds=made.seconds,
-                   left_out=made.left_out))
+                   left_out=made.left_out, open_at_exit=made.open_at_exit))

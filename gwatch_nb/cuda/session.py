@@ -443,7 +443,7 @@ class TraceSession:
             self._drain()  # keep device memory bounded when many launches are traced
         pointer = new_buffer(capacity, slot_records, num_slots, view.stream, kernel.buffer.one_window)
         info = {k: v for k, v in device.items() if k != "free_bytes_at_start"}
-        info.update(instrumented_registers=kernel.resources["registers"],
+        info.update(tier=kernel.buffer.tier, instrumented_registers=kernel.resources["registers"],
                     instrument_seconds=round(kernel.build_seconds, 4),
                     sites=len(kernel.sites))
         return PendingLaunch(name, view.grid, view.block, capacity, slot_records, num_slots, kernel.table, pointer,

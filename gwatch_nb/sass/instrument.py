@@ -13,7 +13,7 @@ import numpy as np
 from gwatch_nb.errors import SassRewriteError
 from gwatch_nb.layout import MAX_SCOPE_ID, make_tag
 from gwatch_nb.records import SiteTable
-from gwatch_nb.sass import probes, sites as scope_sites, waits
+from gwatch_nb.sass import pairing, probes, sites as scope_sites, waits
 from gwatch_nb.sass.cfg import ControlFlowGraph
 from gwatch_nb.sass.cubin import Cubin
 from gwatch_nb.sass.lines import line_table
@@ -40,6 +40,7 @@ class InstrumentedCubin:
     cost: dict                     # instructions before and inserted, state registers
     seconds: dict[str, float]      # decode, analyse, rewrite
     left_out: list[dict]           # readings no registers were free for, and the scope pair left out with them
+    open_at_exit: dict[int, int]   # scopes a path may leave open at an EXIT (the first such EXIT): they end there
 
 
 def instrument(cubin: bytes, kernel: str, markers: list, scopes: frozenset | None = None,
@@ -64,15 +65,18 @@ def instrument(cubin: bytes, kernel: str, markers: list, scopes: frozenset | Non
                                  unscoped=site.unscoped, inferred=site.inferred))
     names = {}
     if auto:
-        # The kernel's own site needs no readings: every warp's entry and exit are in its header.
-        found_sites = [f for f in waits.find(instructions, locations, kernel, cfg) if f.kind != "kernel"]
+        # The kernel's own site is read only where it would be the only one: elsewhere every warp's
+        # entry and exit, in its header, already give it.
+        everything = waits.find(instructions, locations, kernel, cfg)
+        found_sites = [f for f in everything if f.kind != "kernel"] or ([] if rows else everything[:1])
         for k, found in enumerate(found_sites):
             scope = AUTO_SCOPE_BASE + k
             names[scope] = found.name
             common = dict(scope=scope, origin=found.kind, line=found.line, instruction=found.instruction,
                           loop=found.loop, span=None, own=None, other_scopes=None, unscoped=None, inferred=None)
             rows.append(dict(common, kind="start", pair=0, index=found.start, block=cfg.block_of[found.start]))
-            for pair, end in enumerate(found.ends):
+            # The kernel's scope has no end readings: every path leaves it at an EXIT, where it ends.
+            for pair, end in enumerate(found.ends if found.kind != "kernel" else ()):
                 at = min(end, len(instructions) - 1)
                 rows.append(dict(common, kind="end", pair=pair, index=end, block=cfg.block_of[at]))
     if not rows:
@@ -100,6 +104,9 @@ def instrument(cubin: bytes, kernel: str, markers: list, scopes: frozenset | Non
                 rows = [r for r in rows if r not in pair]
                 readings = [probes.Reading(r["index"], make_tag(r["scope"], r["kind"] == "end")) for r in rows]
     raised = count if count != registers else None
+    proof = pairing.check(cfg, [pairing.PlacedReading(at, r["scope"], r["kind"] == "end")
+                                for r, at in zip(rows, plan.read_at)])
+    proof.require(kernel)
     analysed = time.perf_counter()
     out = rewrite(cubin, kernel, plan.insertions, registers=raised)
     for (name, size), expected in zip(PARAMETERS, (params.slots, params.slot_bytes, params.capacity)):
@@ -115,7 +122,8 @@ def instrument(cubin: bytes, kernel: str, markers: list, scopes: frozenset | Non
         out, kernel, num_params, table, {c: [r[c] for r in rows] for c in SITE_COLUMNS}, names,
         dict(instructions=len(instructions), inserted=plan.inserted, readings=len(rows),
              state_registers=[f"UR{n}" for n in plan.state], registers=[registers, raised or registers]),
-        dict(decode=decoded_at - began, analyse=analysed - decoded_at, rewrite=done - analysed), left_out)
+        dict(decode=decoded_at - began, analyse=analysed - decoded_at, rewrite=done - analysed), left_out,
+        proof.open_at_exit)
 
 
 def _reading_order(rows: list[dict]):

@@ -60,26 +60,30 @@ def columns(sites: list[Site]) -> dict[str, list]:
 
 
 def scopes_of(markers: list[Marker], kernel: str = "?") -> list[Scope]:
-    """Pair each start marker with the next end marker of its id in the same file."""
+    """Pair each start marker with the end markers of its id that follow it in the same file
+    before its next start: a scope closed before an early `return` has several ends, on
+    alternative paths, and reaches to the last of them."""
     by_id: dict[tuple[int, str], list[Marker]] = defaultdict(list)
     for marker in sorted(markers, key=lambda m: (m.line, m.kind != "end")):
         by_id[(marker.scope_id, os.path.basename(marker.file))].append(marker)
     scopes = []
     for (scope_id, _), ms in by_id.items():
-        open_at = None
-        for marker in ms:
-            if marker.kind == "start":
+        open_at, last_end = None, None
+        for marker in ms + [None]:
+            if marker is None or marker.kind == "start":
                 if open_at is not None:
-                    raise SassRewriteError(f"kernel {kernel}: scope {scope_id} starts again on line {marker.line} "
-                                           f"while open since line {open_at.line}")
-                open_at = marker
+                    if last_end is None and marker is None:
+                        raise SassRewriteError(f"kernel {kernel}: scope {scope_id} starts on line {open_at.line} "
+                                               f"and never ends")
+                    if last_end is None:
+                        raise SassRewriteError(f"kernel {kernel}: scope {scope_id} starts again on line {marker.line} "
+                                               f"while open since line {open_at.line}")
+                    scopes.append(Scope(scope_id, open_at.file, open_at.line, last_end.line))
+                open_at, last_end = marker, None
             elif open_at is None:
                 raise SassRewriteError(f"kernel {kernel}: scope {scope_id} ends on line {marker.line} without a start")
             else:
-                scopes.append(Scope(scope_id, open_at.file, open_at.line, marker.line))
-                open_at = None
-        if open_at is not None:
-            raise SassRewriteError(f"kernel {kernel}: scope {scope_id} starts on line {open_at.line} and never ends")
+                last_end = marker
     return sorted(scopes, key=lambda s: (s.start_line, -s.end_line))
 
 

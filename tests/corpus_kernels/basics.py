@@ -12,6 +12,7 @@ from gwatch_nb.triton import scope_end, scope_start
 VECTOR_ADD_SCOPES = {1: "load", 2: "store"}
 NESTED_SCOPES = {10: "program", 11: "row", 12: "column_block"}
 EARLY_RETURN_SCOPES = {20: "load", 21: "store"}
+CLOSED_RETURN_SCOPES = {22: "program", 23: "store"}
 
 
 @triton.jit
@@ -67,6 +68,23 @@ def early_return(X, Out, N, LIMIT, BLOCK: tl.constexpr):
     scope_end(21)
 
 
+@triton.jit
+def closed_before_return(X, Out, N, LIMIT, BLOCK: tl.constexpr):
+    """A whole-program scope closed before the early `return` too, as a user writes it: two
+    ends of one start, on alternative paths."""
+    scope_start(22)
+    pid = tl.program_id(0)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(X + offs, mask=offs < N, other=0.0)
+    if pid >= LIMIT:
+        scope_end(22)
+        return
+    scope_start(23)
+    tl.store(Out + offs, x * 2.0, mask=offs < N)
+    scope_end(23)
+    scope_end(22)
+
+
 VECTOR_BLOCK, NESTED_BLOCK, EARLY_BLOCK = 1024, 128, 256
 
 
@@ -118,6 +136,21 @@ def early_return_workload(device) -> Workload:
     def launch():
         out = torch.full_like(x, -1.0)
         early_return[(cdiv(n, EARLY_BLOCK),)](x, out, n, limit, BLOCK=EARLY_BLOCK, num_warps=4)
+        return (out,)
+    reference = torch.full_like(x, -1.0)
+    reference[:limit * EARLY_BLOCK] = 2 * x[:limit * EARLY_BLOCK]
+    return Workload(launch, (reference,), atol=0, rtol=0,
+                    events_per_warp=lambda warps: np.where(warps.block_x.to_numpy() < limit, 4, 2))
+
+
+def closed_before_return_workload(device) -> Workload:
+    torch.manual_seed(12)
+    n, limit = 10_000, 25
+    x = torch.randn(n, device=device)
+
+    def launch():
+        out = torch.full_like(x, -1.0)
+        closed_before_return[(cdiv(n, EARLY_BLOCK),)](x, out, n, limit, BLOCK=EARLY_BLOCK, num_warps=4)
         return (out,)
     reference = torch.full_like(x, -1.0)
     reference[:limit * EARLY_BLOCK] = 2 * x[:limit * EARLY_BLOCK]
