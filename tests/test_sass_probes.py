@@ -680,16 +680,20 @@ def _left_out_case(version: str, name: str, auto: bool):
 
 def test_the_warp_specialized_matmul_leaves_readings_out_and_says_so():
     """As the H200's Triton 3.6 schedules it, the automatic sites at its consumer's BAR.SYNCs
-    find no uniform predicate free for their room test. Those sites are left out, each named
-    with its reason; the rest are all read; the markers alone fit."""
+    find no uniform predicate free for their room test, and some waits' readings would not pair
+    on every path of its partitions. Those sites are left out, each named with its reason; the
+    rest are all read; the markers alone fit."""
     name = "warp-specialized TMA matmul"
     result, placed, automatic = _left_out_case("h200", name, auto=True)
     assert len(result.left_out) >= 5
-    assert all(re.fullmatch(rf"kernel {result.kernel}: no uniform predicate is free at instruction \d+ for a record",
-                            e["reason"]) for e in result.left_out)
+    no_room = rf"kernel {result.kernel}: no uniform predicate is free at instruction \d+ for a record"
+    unpaired = r"scope \d+: an? (end|start) at instruction \d+ is reached (with no start before it|again before its end)"
+    assert all(re.fullmatch(no_room, e["reason"]) or re.fullmatch(unpaired, e["reason"]) for e in result.left_out)
+    assert any(re.fullmatch(no_room, e["reason"]) for e in result.left_out)
     left = {e["scope"] for e in result.left_out}
     assert left <= set(result.scope_names) and not left & set(result.sites["scope"])
-    assert all(result.scope_names[scope].startswith("barrier ") for scope in left)
+    assert all(result.scope_names[scope].startswith("barrier ") for scope in left
+               if re.fullmatch(no_room, next(e["reason"] for e in result.left_out if e["scope"] == scope)))
     left_readings = sum(1 + len(f.ends) for k, f in enumerate(automatic) if AUTO_SCOPE_BASE + k in left)
     assert result.cost["readings"] == len(placed) + sum(1 + len(f.ends) for f in automatic) - left_readings
     p = probed("h200", name)

@@ -10,7 +10,7 @@ import time
 from .. import layout, records
 from ..errors import SassRewriteError, TraceFailedError, UnsupportedGpuError
 from ..sass import markers as marker_sources
-from ..sass.instrument import SITE_COLUMNS, instrument
+from ..sass.instrument import AUTO_SCOPE_BASE, SITE_COLUMNS, instrument
 from . import driver
 from .instrumented import InstrumentedKernel, resources
 from .session import TraceSession
@@ -47,8 +47,10 @@ class SassTraceSession(TraceSession):
         if left_out:
             shown = ", ".join(f"scope {o['scope']} at instruction {o['instruction']}" for o in left_out[:3])
             more = f" and {len(left_out) - 3} more" if len(left_out) > 3 else ""
-            why = f"no registers were free for {len(left_out)} reading(s), left out with their pairs: {shown}{more}"
-            if self.options.fallback:
+            why = f"{len(left_out)} reading(s) left out with their pairs (no free registers, or no sound place): " \
+                  f"{shown}{more}"
+            # Only a marker's scope is worth the ptx tier: it traces no automatic site.
+            if self.options.fallback and any(o["scope"] < AUTO_SCOPE_BASE for o in left_out):
                 return self._on_ptx_tier(context, function, source, why)
             self._note("sites_left_out", source.name, f"{source.name}: {why} (trace.meta['sass'] lists them)")
         return kernel

@@ -91,7 +91,17 @@ def instrument(cubin: bytes, kernel: str, markers: list, scopes: frozenset | Non
             raise SassRewriteError(f"kernel {kernel}: no site has the registers a reading needs")
         try:
             plan = probes.plan(Liveness(cfg, count), readings, params, list(range(len(rows))))
-            break
+            proof = pairing.check(cfg, [pairing.PlacedReading(at, r["scope"], r["kind"] == "end")
+                                        for r, at in zip(rows, plan.read_at)])
+            unsound = {scope for scope in proof.faults if scope >= AUTO_SCOPE_BASE}
+            if not unsound:
+                break
+            # An automatic site that cannot be read soundly is left out, not the whole kernel.
+            for scope in sorted(unsound):
+                first = next(r for r in rows if r["scope"] == scope)
+                left_out.append(dict(scope=scope, pair=0, instruction=first["index"], reason=proof.faults[scope]))
+            rows = [r for r in rows if r["scope"] not in unsound]
+            readings = [probes.Reading(r["index"], make_tag(r["scope"], r["kind"] == "end")) for r in rows]
         except probes.TooFewRegisters as error:
             if count == registers and free_register_count(registers) > registers:
                 count = free_register_count(registers)
@@ -104,9 +114,7 @@ def instrument(cubin: bytes, kernel: str, markers: list, scopes: frozenset | Non
                 rows = [r for r in rows if r not in pair]
                 readings = [probes.Reading(r["index"], make_tag(r["scope"], r["kind"] == "end")) for r in rows]
     raised = count if count != registers else None
-    proof = pairing.check(cfg, [pairing.PlacedReading(at, r["scope"], r["kind"] == "end")
-                                for r, at in zip(rows, plan.read_at)])
-    proof.require(kernel)
+    proof.require(kernel)  # a marker scope whose readings do not pair: the kernel is refused
     analysed = time.perf_counter()
     out = rewrite(cubin, kernel, plan.insertions, registers=raised)
     for (name, size), expected in zip(PARAMETERS, (params.slots, params.slot_bytes, params.capacity)):

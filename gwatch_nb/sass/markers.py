@@ -8,7 +8,7 @@ import ast
 import inspect
 import re
 import textwrap
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from gwatch_nb._native import FORMAT
 from gwatch_nb.errors import SassRewriteError
@@ -26,6 +26,7 @@ class Marker:
     line: int
     kind: str      # "start" or "end"
     scope_id: int
+    loops: int | None = field(default=None, compare=False)  # source loops around it (None: not known, from PTX)
 
 
 def from_ptx(ptx: str) -> list[Marker]:
@@ -60,15 +61,23 @@ def from_source(kernel) -> list[Marker]:
     tree = ast.parse(textwrap.dedent("".join(lines)))
     constants = getattr(fn, "__globals__", {})
     found = set()
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.Call):
-            continue
+    for node, loops in _calls(tree):
         callee = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
         if callee not in _MARKERS:
             continue
         line = first + node.lineno - 1
-        found.add(Marker(path, line, _MARKERS[callee], _literal_id(node, constants, fn.__name__, line)))
+        found.add(Marker(path, line, _MARKERS[callee], _literal_id(node, constants, fn.__name__, line), loops))
     return sorted(found)
+
+
+def _calls(node: ast.AST, loops: int = 0):
+    """Every call under `node`, with the number of `for` / `while` loops around it."""
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, ast.Call):
+            yield child, loops
+        inner = loops + (isinstance(node, (ast.For, ast.While)) and child not in (getattr(node, "iter", None),
+                                                                                  getattr(node, "test", None)))
+        yield from _calls(child, inner)
 
 
 def _literal_id(call: ast.Call, constants: dict, kernel: str, line: int) -> int:

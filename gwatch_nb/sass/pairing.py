@@ -35,13 +35,14 @@ class Pairing:
     """What the proof found: the scopes a path may leave open at an EXIT (each with the first
     such EXIT's instruction index) and, one line each, why any other path does not pair."""
     open_at_exit: dict[int, int]
-    faults: tuple[str, ...]
+    faults: dict[int, str]  # scope -> why its readings do not pair
 
     def require(self, kernel: str) -> None:
         """Raise SassRewriteError naming the first fault (a placement that fails the proof)."""
         if self.faults:
+            first = next(iter(self.faults.values()))
             more = f" (and {len(self.faults) - 1} more)" if len(self.faults) > 1 else ""
-            raise SassRewriteError(f"kernel {kernel}: the readings do not pair on every path: {self.faults[0]}{more}")
+            raise SassRewriteError(f"kernel {kernel}: the readings do not pair on every path: {first}{more}")
 
 
 def check(cfg: ControlFlowGraph, readings: list[PlacedReading]) -> Pairing:
@@ -51,14 +52,14 @@ def check(cfg: ControlFlowGraph, readings: list[PlacedReading]) -> Pairing:
     for reading in readings:
         if reading.index < len(cfg.block_of):
             by_scope[reading.scope][cfg.block_of[reading.index]].append(reading)
-    open_at_exit, faults = {}, []
+    open_at_exit, faults = {}, {}
     for scope, in_blocks in sorted(by_scope.items()):
         exit_at, fault = _check_scope(cfg, scope, in_blocks)
         if exit_at is not None:
             open_at_exit[scope] = exit_at
         if fault:
-            faults.append(fault)
-    return Pairing(open_at_exit, tuple(faults))
+            faults[scope] = fault
+    return Pairing(open_at_exit, faults)
 
 
 def _check_scope(cfg: ControlFlowGraph, scope: int, in_blocks: dict[int, list[PlacedReading]]):

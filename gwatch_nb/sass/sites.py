@@ -29,6 +29,7 @@ class Scope:
     file: str
     start_line: int
     end_line: int
+    loops: int | None = None  # source loops around its start marker (None: not known)
 
     def holds(self, name: str, line: int) -> bool:
         """Whether `line` of the file called `name` is the scope's code."""
@@ -78,7 +79,7 @@ def scopes_of(markers: list[Marker], kernel: str = "?") -> list[Scope]:
                     if last_end is None:
                         raise SassRewriteError(f"kernel {kernel}: scope {scope_id} starts again on line {marker.line} "
                                                f"while open since line {open_at.line}")
-                    scopes.append(Scope(scope_id, open_at.file, open_at.line, last_end.line))
+                    scopes.append(Scope(scope_id, open_at.file, open_at.line, last_end.line, open_at.loops))
                 open_at, last_end = marker, None
             elif open_at is None:
                 raise SassRewriteError(f"kernel {kernel}: scope {scope_id} ends on line {marker.line} without a start")
@@ -161,7 +162,21 @@ def place(instructions, locations: list[Location | None], markers: list[Marker],
     for scope_id in dict.fromkeys(s.scope_id for s in scopes):
         ks = {k for k, s in enumerate(scopes) if s.scope_id == scope_id}
         members = [i for i, held in enumerate(holding) if held & ks and cfg.reachable[cfg.block_of[i]]]
+        loops = min((scopes[k].loops for k in ks if scopes[k].loops is not None), default=None)
+        if loops is not None:
+            # Code ptxas hoisted out of the scope's own loop (invariants, address set-up) is not an iteration.
+            members = [i for i in members if cfg.loop_depth(i) >= loops] or members
         member_set = set(members)
+        if loops == 0 and _outside_loops(cfg, members):
+            first, last, blocks = _once(cfg, members)
+            span = [i for i in range(first, last + 1) if cfg.block_of[i] in blocks]
+            own = sum(i in member_set for i in span)
+            other = sum(i not in member_set and inner[i] != UNSCOPED for i in span)
+            counts = dict(loop=None, span=len(span), own=own, other_scopes=other, unscoped=len(span) - own - other,
+                          inferred=sum(inferred[i] for i in span if i in member_set))
+            sites.append(Site(scope_id, "start", 0, first, first, cfg.block_of[first], **counts))
+            sites.append(Site(scope_id, "end", 0, _end_index(cfg, last), last, cfg.block_of[last], **counts))
+            continue
         inside = _loops_inside(cfg, member_set, claimed)
         groups: dict[int | None, list[int]] = defaultdict(list)
         for i in members:
@@ -185,6 +200,28 @@ def place(instructions, locations: list[Location | None], markers: list[Marker],
                     sites.append(Site(scope_id, "end", pair, _end_index(cfg, last), last, cfg.block_of[last], **counts))
                 pair += 1
     return sorted(sites, key=lambda s: (s.index, s.kind == "start", s.scope))
+
+
+def _outside_loops(cfg: ControlFlowGraph, members: list[int]) -> bool:
+    """Whether some of a scope's code lies outside every loop (where its one pair can go)."""
+    return any(cfg.loop_of[cfg.block_of[i]] is None for i in members)
+
+
+def _once(cfg: ControlFlowGraph, members: list[int]) -> tuple[int, int, set[int]]:
+    """(first, last, blocks) of the one pair of a scope outside every source loop: the start where
+    every path to its code passes (the nearest block outside loops that dominates all of it), the
+    end after its last instruction outside loops; a path that leaves by an EXIT before reaching
+    the end ends the scope there (pairing.py)."""
+    blocks = {cfg.block_of[i] for i in members}
+    common = ~0
+    for b in blocks:
+        common &= cfg.dominators[b]
+    candidates = [b for b in range(len(cfg.blocks)) if common >> b & 1 and cfg.loop_of[b] is None]
+    head = max(candidates, key=lambda b: bin(cfg.dominators[b]).count("1"))
+    in_head = [i for i in members if cfg.block_of[i] == head]
+    first = min(in_head) if in_head else cfg.blocks[head].end - 1
+    last = max(i for i in members if cfg.loop_of[cfg.block_of[i]] is None)
+    return first, last, {b for b in range(len(cfg.blocks)) if cfg.dominates(head, b)}
 
 
 def _end_index(cfg: ControlFlowGraph, last: int) -> int:
