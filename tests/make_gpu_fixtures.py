@@ -63,8 +63,8 @@ def comparison_fixtures(out_dir: str) -> None:
 
 def sass_fixtures(out_dir: str) -> None:
     """The sass tier's traces: attention_sass_h200.json (the example attention's markers, on the
-    inputs attention_h200.json traced on the ptx tier, so the two tiers compare) and
-    attention_sass_auto_h200.json (its automatic sites as well)."""
+    inputs attention_h200.json traced on the ptx tier, so the two tiers compare),
+    attention_sass_auto_h200.json (its automatic sites as well) and vector_add_exit_sass_h200.json."""
     torch.manual_seed(0)
     torch.randn(1024, 1024, device="cuda", dtype=torch.float16)  # the draws main() makes before q, k, v
     torch.randn(1024, 1024, device="cuda", dtype=torch.float16)
@@ -76,6 +76,15 @@ def sass_fixtures(out_dir: str) -> None:
         trace.save(path)
         print(f"{name}: {len(trace.df)} instances, {trace.events_recorded} events, {trace.events_dropped} dropped, "
               f"{len(trace.sites)} readings, {os.path.getsize(path) / 1e6:.2f} MB")
+    # vector_add_exit_sass_h200.json: a masked tail whose last warps ptxas lets exit before the
+    # store scope's end reading: those instances end at the warp's exit.
+    from corpus_kernels import basics
+    workload = basics.vector_add_marked_workload("cuda")
+    trace = _traced(workload.launch, r"^vector_add_marked$", basics.VECTOR_ADD_SCOPES, instrumentation_tier="sass")
+    path = os.path.join(out_dir, "vector_add_exit_sass_h200.json")
+    trace.save(path)
+    print(f"vector_add_exit_sass_h200.json: {len(trace.df)} instances, open at exit "
+          f"{trace.meta['sass']['vector_add_marked'].get('open_at_exit')}, warnings {[w.kind for w in trace.warnings]}")
 
 
 def main(out_dir: str, comparisons_only: bool = False, sass_only: bool = False) -> None:

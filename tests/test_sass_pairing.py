@@ -13,6 +13,7 @@ from gwatch_nb.sass import markers, pairing
 from gwatch_nb.sass.cfg import ControlFlowGraph
 from gwatch_nb.sass.disasm import disassemble
 from gwatch_nb.sass.instrument import instrument
+from gwatch_nb.sass.markers import Marker
 from gwatch_nb.sass.sites import scopes_of
 from sass_cubins import cubins
 
@@ -57,7 +58,8 @@ def test_a_start_read_again_in_a_loop_before_its_end_is_refused():
     header = cfg.blocks[loop.header].start
     after = max(cfg.blocks[b].end for b in loop.blocks)  # past the loop, where it exits
     proof = pairing.check(cfg, [pairing.PlacedReading(header, 7, False), pairing.PlacedReading(after, 7, True)])
-    assert proof.faults and "start at instruction" in proof.faults[0] and "again before its end" in proof.faults[0]
+    assert list(proof.faults) == [7] and "start at instruction" in proof.faults[7]
+    assert "again before its end" in proof.faults[7]
     with pytest.raises(SassRewriteError, match=r"^kernel matmul_kernel: the readings do not pair on every path: "):
         proof.require("matmul_kernel")
 
@@ -66,7 +68,7 @@ def test_an_end_reached_without_its_start_is_refused():
     cfg, loop = _looping_kernel()
     header = cfg.blocks[loop.header].start
     proof = pairing.check(cfg, [pairing.PlacedReading(header, 7, True)])
-    assert proof.faults == (f"scope 7: an end at instruction {header} is reached with no start before it",)
+    assert proof.faults == {7: f"scope 7: an end at instruction {header} is reached with no start before it"}
 
 
 def test_readings_in_order_around_the_loop_pair():
@@ -74,7 +76,7 @@ def test_readings_in_order_around_the_loop_pair():
     header = cfg.blocks[loop.header]
     proof = pairing.check(cfg, [pairing.PlacedReading(header.start, 7, False),
                                 pairing.PlacedReading(header.end - 1, 7, True)])
-    assert proof.faults == () and proof.open_at_exit == {}
+    assert proof.faults == {} and proof.open_at_exit == {}
 
 
 def _warps(ck_exit, dropped=None):
@@ -109,3 +111,18 @@ def test_scopes_not_proven_to_end_at_an_exit_stay_unclosed():
     warps["n_events"] = [1]
     same = close_at_exit(warps, np.array([5], np.int64), tags, {1, 2})
     assert same[0]["n_events"].tolist() == [1] and same[2].tolist() == tags.tolist()
+
+
+def test_a_scope_with_no_code_in_the_compiled_kernel_is_named_not_dropped():
+    """A scope around code Triton compiled away (a branch on a constexpr, say) has no
+    instruction to read: instrument() says so, beside the scopes it did place."""
+    cubin = cubins()["matmul"]
+    ((kernel, _),) = disassemble(cubin).items()
+    written = markers.from_source(CASE["matmul"].fn)
+    source = written[0].file
+    empty = [Marker(source, 1, "start", 90), Marker(source, 2, "end", 90)]  # the module's first lines: no code
+    made = instrument(cubin, kernel, written + empty)
+    (entry,) = [o for o in made.left_out if o["scope"] == 90]
+    assert entry["instruction"] is None and "no instruction of the compiled kernel" in entry["reason"]
+    assert 90 not in made.sites["scope"]
+    assert set(made.sites["scope"]) == {m.scope_id for m in written} - {o["scope"] for o in made.left_out}

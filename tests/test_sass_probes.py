@@ -654,7 +654,11 @@ def test_moved_and_left_out_readings_had_no_room_at_their_site(version, name):
                             r"(\d+) and (\d+)", entry["reason"])
         predicate = re.fullmatch(rf"kernel {kernel}: no uniform predicate is free at instruction (\d+) for a "
                                  r"record", entry["reason"])
-        assert reading or site or predicate, entry["reason"]
+        # an automatic site whose readings would not pair on every path (pairing.py), or a scope with no code
+        unpaired = re.fullmatch(r"scope \d+: an? (end|start) at instruction \d+ is reached (with no start before it|"
+                                r"again before its end)", entry["reason"])
+        no_code = entry["instruction"] is None and "no instruction of the compiled kernel" in entry["reason"]
+        assert reading or site or predicate or unpaired or no_code, entry["reason"]
         if reading and reading.group(1) == "1":  # a lone reading: no room where it was tried
             assert not _room(p, int(reading.group(2)))
         elif site:  # the readings took every register free there, and none frees up later
@@ -716,8 +720,8 @@ def test_a_reading_moves_where_its_site_has_no_room():
 
 
 def test_left_out_marker_pairs_name_the_instruction_they_were_tried_at():
-    """The causal d128 attention forward (Triton 3.9) has no room for some marker readings."""
-    result, placed, _ = _left_out_case("here", "attention fwd d128 causal", auto=False)
+    """The causal d128 attention forward (the H200's Triton 3.6) has no room for a marker reading."""
+    result, placed, _ = _left_out_case("h200", "attention fwd d128 causal", auto=False)
     assert result.left_out
     index_of = {(s.scope, s.kind, s.pair): s.index for s in placed}
     for entry in result.left_out:

@@ -10,7 +10,7 @@ import time
 from .. import layout, records
 from ..errors import SassRewriteError, TraceFailedError, UnsupportedGpuError
 from ..sass import markers as marker_sources
-from ..sass.instrument import AUTO_SCOPE_BASE, SITE_COLUMNS, instrument
+from ..sass.instrument import SITE_COLUMNS, instrument
 from . import driver
 from .instrumented import InstrumentedKernel, resources
 from .session import TraceSession
@@ -45,12 +45,14 @@ class SassTraceSession(TraceSession):
             return self._on_ptx_tier(context, function, source, error.reason)
         left_out = kernel.extra["left_out"] if kernel is not None else []
         if left_out:
-            shown = ", ".join(f"scope {o['scope']} at instruction {o['instruction']}" for o in left_out[:3])
+            shown = ", ".join(f"scope {o['scope']} at instruction {o['instruction']}" if o["instruction"] is not None
+                              else f"scope {o['scope']} (none of its code is in the compiled kernel)"
+                              for o in left_out[:3])
             more = f" and {len(left_out) - 3} more" if len(left_out) > 3 else ""
-            why = f"{len(left_out)} reading(s) left out with their pairs (no free registers, or no sound place): " \
+            why = f"{len(left_out)} scope pair(s) not read (no free registers, no sound place, or no code): " \
                   f"{shown}{more}"
-            # Only a marker's scope is worth the ptx tier: it traces no automatic site.
-            if self.options.fallback and any(o["scope"] < AUTO_SCOPE_BASE for o in left_out):
+            # Worth the ptx tier only where it reads that scope: a marker Triton kept in the PTX.
+            if self.options.fallback and {o["scope"] for o in left_out} & _ptx_scopes(source):
                 return self._on_ptx_tier(context, function, source, why)
             self._note("sites_left_out", source.name, f"{source.name}: {why} (trace.meta['sass'] lists them)")
         return kernel
@@ -80,12 +82,13 @@ class SassTraceSession(TraceSession):
         """The ptx tier's entries, and ``sites`` (trace.sites' rows by column: every reading,
         where it went and how sharp its scope's boundary is), ``scope_names`` (the automatic
         sites' scopes) and ``sass`` (per kernel: instructions inserted, state registers, the
-        readings left out for want of registers, build seconds)."""
+        readings left out for want of registers, the scopes that end at an exit, build seconds)."""
         out = super().meta()
         kernels = [k for k in self._ready.values() if k is not None and k.buffer.tier == "sass"]
         out["sites"] = {c: [v for k in kernels for v in k.extra["sites"][c]] for c in SITE_COLUMNS}
         out["scope_names"] = {str(s): n for k in kernels for s, n in k.extra["scope_names"].items()}
-        out["sass"] = {k.name: dict(k.extra["cost"], left_out=k.extra["left_out"], seconds=k.extra["seconds"])
+        out["sass"] = {k.name: dict(k.extra["cost"], left_out=k.extra["left_out"], seconds=k.extra["seconds"],
+                                    open_at_exit={str(s): i for s, i in k.extra["open_at_exit"].items()})
                        for k in kernels}
         return out
 
@@ -116,6 +119,14 @@ def sass_kernel(context: int, original_handle: int, source, scopes: frozenset | 
     if kernel is not None:
         driver.copy_attributes(original_handle, kernel.function)
     return kernel
+
+
+def _ptx_scopes(source) -> set[int]:
+    """The scopes whose markers the kernel's PTX holds (what the ptx tier can trace)."""
+    try:
+        return {m.scope_id for m in marker_sources.from_ptx(source.ptx or "")}
+    except SassRewriteError:
+        return set()
 
 
 def _markers(source) -> list:

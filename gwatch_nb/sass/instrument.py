@@ -81,11 +81,15 @@ def instrument(cubin: bytes, kernel: str, markers: list, scopes: frozenset | Non
                 rows.append(dict(common, kind="end", pair=pair, index=end, block=cfg.block_of[at]))
     if not rows:
         return None
+    # A scope the source writes but no instruction of the final schedule falls in is not read at all.
+    written = {m.scope_id for m in markers if scopes is None or m.scope_id in scopes}
+    unplaced = [dict(scope=scope, pair=0, instruction=None, reason="no instruction of the compiled kernel comes "
+                     "from its source lines") for scope in sorted(written - {r["scope"] for r in rows})]
     rows.sort(key=_reading_order(rows))
     num_params, params = _parameters(view, kernel)
     readings = [probes.Reading(r["index"], make_tag(r["scope"], r["kind"] == "end")) for r in rows]
     registers = view.registers(kernel)
-    count, left_out = registers, []
+    count, left_out = registers, unplaced
     while True:
         if not rows:
             raise SassRewriteError(f"kernel {kernel}: no site has the registers a reading needs")

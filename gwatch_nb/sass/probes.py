@@ -530,12 +530,16 @@ def _schedule(liveness: Liveness, ops: dict[int, list[_Op]], state: tuple[int, .
     cfg = liveness.cfg
     instructions = cfg.instructions
     out: dict[int, list[_Op]] = {}
+    kernel_reads_in = _kernel_reads_in_flight(liveness)
     for block in cfg.blocks:
         cycle = 0
         immediate = 0  # scoreboards to wait on before the next kernel instruction
         ready: dict[int, int] = {}
         written_by: dict[int, int] = {}   # register bit -> scoreboard of a variable-latency write
         reading: dict[int, int] = {}      # register bit -> scoreboard a store reads it through
+        # Registers the kernel's own stores (and other variable-latency readers) may still be
+        # reading, each with the mask of the read scoreboards: a probe that writes one waits first.
+        kernel_reading = dict(kernel_reads_in[block.index])
         for p in range(block.start, block.end):
             items: list[_Op] = []
             for op in ops.get(p, []):
@@ -550,13 +554,14 @@ def _schedule(liveness: Liveness, ops: dict[int, list[_Op]], state: tuple[int, .
                         op.wait |= 1 << written_by[r]
                 if op.wait:
                     _release(op.wait, written_by, reading)
-                hazard = [r for r in op.writes if r in reading]
+                hazard = [r for r in op.writes if r in reading or r in kernel_reading]
                 if hazard:
                     waits = 0
                     for r in hazard:
-                        waits |= 1 << reading[r]
+                        waits |= (1 << reading[r] if r in reading else 0) | kernel_reading.get(r, 0)
                     op.wait |= waits
                     _release(waits, written_by, reading)
+                    _release_reads(waits, kernel_reading)
                 items.append(op)
                 for r in op.writes:
                     if op.write_barrier != NO_BARRIER:
@@ -570,6 +575,7 @@ def _schedule(liveness: Liveness, ops: dict[int, list[_Op]], state: tuple[int, .
             kernel = instructions[p]
             use = liveness.uses[p]
             _release(released(kernel), written_by, reading)  # the kernel's own waits cover the probes' too
+            _release_reads(released(kernel), kernel_reading)
             touched = [r for r in reading if use.writes >> r & 1]
             at_end = p == block.end - 1 and not (kernel.base == "EXIT" and kernel.predicate in (None, "@PT"))
             waits = immediate
@@ -589,8 +595,57 @@ def _schedule(liveness: Liveness, ops: dict[int, list[_Op]], state: tuple[int, .
                     cycle = _pad(items, behind, cycle)
             if items:
                 out[p] = items
+            _note_reads(kernel_reading, kernel, use.reads)
             cycle += control_of(kernel).stall
     return out
+
+
+def _note_reads(in_flight: dict[int, int], instruction, reads: int) -> None:
+    """After `instruction` issues: its general registers stay read through its read scoreboard,
+    when it sets one, until an instruction waits on it (values: masks of scoreboards)."""
+    board = control_of(instruction).read_barrier
+    if board == NO_BARRIER:
+        return
+    mask = reads & regs.GPRS
+    while mask:
+        low = mask & -mask
+        r = low.bit_length() - 1
+        in_flight[r] = in_flight.get(r, 0) | 1 << board
+        mask ^= low
+
+
+def _release_reads(mask: int, in_flight: dict[int, int]) -> None:
+    """The scoreboards of `mask` are waited on: reads through them are done."""
+    for r in list(in_flight):
+        left = in_flight[r] & ~mask
+        if left:
+            in_flight[r] = left
+        else:
+            del in_flight[r]
+
+
+def _kernel_reads_in_flight(liveness: Liveness) -> list[dict[int, int]]:
+    """Per block, the registers the kernel's own instructions may still be reading when it
+    starts (register bit -> read scoreboard), through every path that reaches it: solved to a
+    fixed point over the graph, without the probes."""
+    cfg = liveness.cfg
+    at_start: list[dict[int, int]] = [{} for _ in cfg.blocks]
+    work = [b.index for b in cfg.blocks if cfg.reachable[b.index]]
+    while work:
+        b = work.pop()
+        block = cfg.blocks[b]
+        state = dict(at_start[b])
+        for p in range(block.start, block.end):
+            _release_reads(released(cfg.instructions[p]), state)
+            _note_reads(state, cfg.instructions[p], liveness.uses[p].reads)
+        for s in block.successors:
+            merged = dict(at_start[s])
+            for r, boards in state.items():
+                merged[r] = merged.get(r, 0) | boards
+            if merged != at_start[s]:
+                at_start[s] = merged
+                work.append(s)
+    return at_start
 
 
 def _store_board(liveness: Liveness, block, p: int, op: _Op) -> tuple[int, int]:
