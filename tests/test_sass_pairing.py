@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import corpus
+import gwatch_nb
 from gwatch_nb.errors import SassRewriteError
 from gwatch_nb.layout import make_tag
 from gwatch_nb.records import WARP_DTYPE, close_at_exit, pair_scopes
@@ -126,3 +127,18 @@ def test_a_scope_with_no_code_in_the_compiled_kernel_is_named_not_dropped():
     assert entry["instruction"] is None and "no instruction of the compiled kernel" in entry["reason"]
     assert 90 not in made.sites["scope"]
     assert set(made.sites["scope"]) == {m.scope_id for m in written} - {o["scope"] for o in made.left_out}
+
+
+def test_the_h200_masked_tail_ends_its_open_scopes_at_each_warps_exit(fixture_path):
+    """The H200's trace of vector_add_marked on the sass tier: the last block's warps exit before
+    the store scope's end reading, yet every warp has one instance of each scope, as on the ptx
+    tier, those warps' store instances ending exactly at the warp's exit."""
+    trace = gwatch_nb.load(fixture_path("vector_add_exit_sass_h200.json"))
+    open_at_exit = {int(s) for s in trace.meta["sass"]["vector_add_marked"]["open_at_exit"]}
+    assert open_at_exit and not {w.kind for w in trace.warnings} & {"unclosed", "end_without_start"}
+    per_warp = trace.df.groupby(["block_x", "warp", "scope_id"]).size()
+    assert (per_warp == 1).all() and len(per_warp) == 2 * len(trace.warps)
+    warps = trace.warps.set_index(["block_x", "warp"])["end_ns"]
+    ends = trace.df[trace.df.scope_id.isin(open_at_exit)].set_index(["block_x", "warp"])["end_ns"]
+    at_exit = ends == warps.reindex(ends.index)
+    assert at_exit.any() and not at_exit.all()  # the tail block's warps only
