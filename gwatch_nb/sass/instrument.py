@@ -39,7 +39,7 @@ class InstrumentedCubin:
     scope_names: dict[int, str]    # names of the automatic scopes
     cost: dict                     # instructions before and inserted, state registers
     seconds: dict[str, float]      # decode, analyse, rewrite
-    left_out: list[dict]           # readings no registers were free for, and the scope pair left out with them
+    left_out: list[dict]           # scope pairs not read, and why (no registers, no sound place, no code)
     open_at_exit: dict[int, int]   # scopes a path may leave open at an EXIT (the first such EXIT): they end there
 
 
@@ -87,7 +87,7 @@ def instrument(cubin: bytes, kernel: str, markers: list, scopes: frozenset | Non
                      "from its source lines") for scope in sorted(written - {r["scope"] for r in rows})]
     rows.sort(key=_reading_order(rows))
     num_params, params = _parameters(view, kernel)
-    readings = [probes.Reading(r["index"], make_tag(r["scope"], r["kind"] == "end")) for r in rows]
+    readings = _readings(rows)
     registers = view.registers(kernel)
     count, left_out = registers, unplaced
     while True:
@@ -105,7 +105,7 @@ def instrument(cubin: bytes, kernel: str, markers: list, scopes: frozenset | Non
                 first = next(r for r in rows if r["scope"] == scope)
                 left_out.append(dict(scope=scope, pair=0, instruction=first["index"], reason=proof.faults[scope]))
             rows = [r for r in rows if r["scope"] not in unsound]
-            readings = [probes.Reading(r["index"], make_tag(r["scope"], r["kind"] == "end")) for r in rows]
+            readings = _readings(rows)
         except probes.TooFewRegisters as error:
             if count == registers and free_register_count(registers) > registers:
                 count = free_register_count(registers)
@@ -116,7 +116,7 @@ def instrument(cubin: bytes, kernel: str, markers: list, scopes: frozenset | Non
                 pair = [r for r in rows if r["scope"] == row["scope"] and (r["pair"] == row["pair"] or r["origin"] != "marker")]
                 left_out.append(dict(scope=row["scope"], pair=row["pair"], instruction=row["index"], reason=str(error)))
                 rows = [r for r in rows if r not in pair]
-                readings = [probes.Reading(r["index"], make_tag(r["scope"], r["kind"] == "end")) for r in rows]
+                readings = _readings(rows)
     raised = count if count != registers else None
     proof.require(kernel)  # a marker scope whose readings do not pair: the kernel is refused
     analysed = time.perf_counter()
@@ -136,6 +136,10 @@ def instrument(cubin: bytes, kernel: str, markers: list, scopes: frozenset | Non
              state_registers=[f"UR{n}" for n in plan.state], registers=[registers, raised or registers]),
         dict(decode=decoded_at - began, analyse=analysed - decoded_at, rewrite=done - analysed), left_out,
         proof.open_at_exit)
+
+
+def _readings(rows: list[dict]) -> list[probes.Reading]:
+    return [probes.Reading(r["index"], make_tag(r["scope"], r["kind"] == "end")) for r in rows]
 
 
 def _reading_order(rows: list[dict]):

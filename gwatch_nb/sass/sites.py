@@ -2,7 +2,10 @@
 instructions (docs/sass/sites.md defines every term and column).
 
 A scope's instructions are those whose source line, at some level of their inlining chain,
-lies strictly between the scope's start and end marker lines in the markers' file. They are
+lies strictly between the scope's start and end marker lines in the markers' file. Where the
+source says how many loops surround the start marker, code ptxas hoisted to fewer loops is no
+iteration of the scope, and a scope outside every source loop gets one pair: from the block
+outside loops that dominates its code to its last instruction outside loops. Otherwise they are
 grouped by the innermost loop around them that is not itself wholly the scope's code (so a
 scope around a whole inner loop gets one pair per iteration of the loop outside it); a group
 whose first instruction's block dominates the group and whose last instruction's block every
@@ -170,10 +173,7 @@ def place(instructions, locations: list[Location | None], markers: list[Marker],
         if loops == 0 and _outside_loops(cfg, members):
             first, last, blocks = _once(cfg, members)
             span = [i for i in range(first, last + 1) if cfg.block_of[i] in blocks]
-            own = sum(i in member_set for i in span)
-            other = sum(i not in member_set and inner[i] != UNSCOPED for i in span)
-            counts = dict(loop=None, span=len(span), own=own, other_scopes=other, unscoped=len(span) - own - other,
-                          inferred=sum(inferred[i] for i in span if i in member_set))
+            counts = _sharpness(None, span, member_set, inner, inferred)
             sites.append(Site(scope_id, "start", 0, first, first, cfg.block_of[first], **counts))
             sites.append(Site(scope_id, "end", 0, _end_index(cfg, last), last, cfg.block_of[last], **counts))
             continue
@@ -191,15 +191,20 @@ def place(instructions, locations: list[Location | None], markers: list[Marker],
                     span = [i for b in sorted(blocks) for i in range(cfg.blocks[b].start, cfg.blocks[b].end)]
                 else:
                     span = [i for i in range(first, lasts[0] + 1) if cfg.block_of[i] in blocks]
-                own = sum(i in member_set for i in span)
-                other = sum(i not in member_set and inner[i] != UNSCOPED for i in span)
-                counts = dict(loop=loop, span=len(span), own=own, other_scopes=other, unscoped=len(span) - own - other,
-                              inferred=sum(inferred[i] for i in span if i in member_set))
+                counts = _sharpness(loop, span, member_set, inner, inferred)
                 sites.append(Site(scope_id, "start", pair, first, first, cfg.block_of[first], **counts))
                 for last in lasts:
                     sites.append(Site(scope_id, "end", pair, _end_index(cfg, last), last, cfg.block_of[last], **counts))
                 pair += 1
     return sorted(sites, key=lambda s: (s.index, s.kind == "start", s.scope))
+
+
+def _sharpness(loop: int | None, span: list[int], members: set[int], inner: list[int], inferred: list[bool]) -> dict:
+    """A pair's Site fields besides its place: its loop and how much of its span is its own."""
+    own = sum(i in members for i in span)
+    other = sum(i not in members and inner[i] != UNSCOPED for i in span)
+    return dict(loop=loop, span=len(span), own=own, other_scopes=other, unscoped=len(span) - own - other,
+                inferred=sum(inferred[i] for i in span if i in members))
 
 
 def _outside_loops(cfg: ControlFlowGraph, members: list[int]) -> bool:

@@ -128,31 +128,25 @@ def nested_loops_workload(device) -> Workload:
                     events_per_warp=lambda warps: np.full(len(warps), 2 + rows * (2 + 2 * blocks)))
 
 
-def early_return_workload(device) -> Workload:
-    torch.manual_seed(11)
+def _returning_workload(kernel, device, seed: int) -> Workload:
+    """Programs past LIMIT return early: they write nothing and record one scope of two."""
+    torch.manual_seed(seed)
     n, limit = 10_000, 25
     x = torch.randn(n, device=device)
 
     def launch():
         out = torch.full_like(x, -1.0)
-        early_return[(cdiv(n, EARLY_BLOCK),)](x, out, n, limit, BLOCK=EARLY_BLOCK, num_warps=4)
+        kernel[(cdiv(n, EARLY_BLOCK),)](x, out, n, limit, BLOCK=EARLY_BLOCK, num_warps=4)
         return (out,)
     reference = torch.full_like(x, -1.0)
     reference[:limit * EARLY_BLOCK] = 2 * x[:limit * EARLY_BLOCK]
     return Workload(launch, (reference,), atol=0, rtol=0,
                     events_per_warp=lambda warps: np.where(warps.block_x.to_numpy() < limit, 4, 2))
+
+
+def early_return_workload(device) -> Workload:
+    return _returning_workload(early_return, device, 11)
 
 
 def closed_before_return_workload(device) -> Workload:
-    torch.manual_seed(12)
-    n, limit = 10_000, 25
-    x = torch.randn(n, device=device)
-
-    def launch():
-        out = torch.full_like(x, -1.0)
-        closed_before_return[(cdiv(n, EARLY_BLOCK),)](x, out, n, limit, BLOCK=EARLY_BLOCK, num_warps=4)
-        return (out,)
-    reference = torch.full_like(x, -1.0)
-    reference[:limit * EARLY_BLOCK] = 2 * x[:limit * EARLY_BLOCK]
-    return Workload(launch, (reference,), atol=0, rtol=0,
-                    events_per_warp=lambda warps: np.where(warps.block_x.to_numpy() < limit, 4, 2))
+    return _returning_workload(closed_before_return, device, 12)
