@@ -28,6 +28,7 @@ class Case:
     workload: Callable | None = None  # device -> corpus_kernels.Workload
     lost_scopes: frozenset = frozenset()  # written in the kernel, but Triton leaves no sentinel for them
     copied_starts: bool = False  # Triton's pipeliner copies start markers: more start sites than end sites
+    early_ends: bool = False  # a scope is closed before an early return too: more end sites than start sites
     warnings: frozenset = frozenset()  # Trace.warnings kinds a GPU trace of the workload gives
 
     def __post_init__(self):
@@ -73,7 +74,7 @@ CASES = [
     Case("early_return", basics.early_return, _sig("X Out", "N LIMIT"), {"BLOCK": basics.EARLY_BLOCK},
          pattern=r"^early_return$", scopes=basics.EARLY_RETURN_SCOPES, workload=basics.early_return_workload),
     Case("closed_before_return", basics.closed_before_return, _sig("X Out", "N LIMIT"), {"BLOCK": basics.EARLY_BLOCK},
-         pattern=r"^closed_before_return$", scopes=basics.CLOSED_RETURN_SCOPES,
+         pattern=r"^closed_before_return$", scopes=basics.CLOSED_RETURN_SCOPES, early_ends=True,
          workload=basics.closed_before_return_workload),
     Case("matmul", matmul.matmul_kernel, MM_SIG, {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64},
          num_warps=8, num_stages=3, pattern=r"^matmul_kernel$", scopes=matmul.SCOPES,
