@@ -73,7 +73,11 @@ def test_report_charts_follow_the_launch_picker(browser, tmp_path):
 
 def test_notebook_charts_take_the_jupyterlab_theme(browser):
     spec = dashboard(gwatch_nb.load(f"{FIXTURES}/matmul_h200.json")).to_dict()
-    files = {"/index.html": ("text/html", "<!doctype html><html><body data-jp-theme-light='false'></body></html>"),
+    # The page imports the module itself; the test waits for it rather than awaiting an
+    # import inside evaluate (a promise Chromium may collect while a busy machine parses 900 KB).
+    files = {"/index.html": ("text/html", "<!doctype html><html><body data-jp-theme-light='false'>"
+                             "<script type='module'>import w from '/charts.js'; window.chartsWidget = w;</script>"
+                             "</body></html>"),
              "/charts.js": ("text/javascript", open(f"{STATIC}/charts.js", encoding="utf-8").read())}
     context = browser.new_context(viewport={"width": 1200, "height": 900})
     blocked, errors = [], []
@@ -94,11 +98,11 @@ def test_notebook_charts_take_the_jupyterlab_theme(browser):
       document.body.dataset.jpThemeLight = light;
     }"""
     page.evaluate(set_theme, [DARK, "false"])
-    page.evaluate("""async (spec) => {
-      const { default: widget } = await import('/charts.js');
+    page.wait_for_function("window.chartsWidget !== undefined")
+    page.evaluate("""(spec) => {
       const el = document.createElement('div');
       document.body.appendChild(el);
-      widget.render({ model: { get: () => spec, on() {}, off() {} }, el });
+      window.chartsWidget.render({ model: { get: () => spec, on() {}, off() {} }, el });
     }""", json.loads(json.dumps(spec)))
     page.wait_for_function("document.querySelector('.gw-charts svg .role-axis-label text') !== null")
     dark = page.evaluate(CHART_COLOURS)

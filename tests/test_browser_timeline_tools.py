@@ -177,8 +177,8 @@ def test_shift_drag_measures_and_escape_or_a_click_clears(session, timeline):
     ns_per_px = (window[1] - window[0]) / (box["width"] - GUTTER)
     x0, x1, y = box["x"] + GUTTER + 100, box["x"] + GUTTER + 400, box["y"] + AXIS + 40
 
-    def measure():
-        page.mouse.move(x0, y)
+    def measure(start=x0):
+        page.mouse.move(start, y)
         page.keyboard.down("Shift")
         page.mouse.down()
         page.mouse.move(x1, y, steps=5)
@@ -201,9 +201,12 @@ def test_shift_drag_measures_and_escape_or_a_click_clears(session, timeline):
     assert timeline.get_attribute("data-ruler-ns") is None and timeline.query_selector(".gw-ruler").inner_text() == ""
     assert session.scan(timeline, [HIGHLIGHT])[0]["count"] == 0
 
-    _act(session, timeline, measure)
+    # A click where the drag began, however soon after it, is a click: the drag's press
+    # starts no double-click (a second press would be ignored and leave the ruler up).
+    elsewhere = x0 + 50
+    _act(session, timeline, lambda: measure(elsewhere))
     assert timeline.get_attribute("data-ruler-ns") is not None
-    _act(session, timeline, lambda: page.mouse.click(x0, y))
+    _act(session, timeline, lambda: page.mouse.click(elsewhere, y))
     assert timeline.get_attribute("data-ruler-ns") is None
     assert timeline.query_selector(".gw-selection").inner_text() == ""  # the click only cleared
     session.assert_clean()

@@ -20,10 +20,11 @@ from gwatch_nb.serializers import timeline_payload  # noqa: E402
 ORIGIN = "http://gwatch.test"
 STATIC = os.path.join(os.path.dirname(gwatch_nb.__file__), "static")
 
-# Mount the widget into a fresh element with every column copied to `offset` bytes into
-# its own buffer; resolve with the canvas once the first frame is drawn.
-MOUNT_JS = """async ([state, offset]) => {
-  const { default: widget } = await import('/widget.js');
+# Mount the widget (imported by the page) into a fresh element with every column copied to
+# `offset` bytes into its own buffer. The test then waits for the first frame: no promise
+# is left pending inside evaluate, which Chromium may collect on a busy machine.
+MOUNT_JS = """([state, offset]) => {
+  const widget = window.timelineWidget;
   const payload = JSON.parse(JSON.stringify(state));
   for (const table of ['warps', 'instances']) {
     for (const column of Object.values(payload[table])) {
@@ -40,10 +41,7 @@ MOUNT_JS = """async ([state, offset]) => {
   document.body.appendChild(el);
   const controller = new AbortController();
   const cleanup = widget.render({ model, el, signal: controller.signal });
-  const root = el.querySelector('.gw-timeline');
-  while (!(Number(root.dataset.frames) >= 1)) await new Promise(r => requestAnimationFrame(r));
   window.mounted = { el, controller, cleanup };
-  return el.querySelector('canvas').toDataURL();
 }"""
 
 
@@ -57,7 +55,8 @@ def state():
 
 
 def test_columns_at_any_byte_offset_draw_the_same(state):
-    files = {"/index.html": ("text/html", "<!doctype html><html><body></body></html>"),
+    files = {"/index.html": ("text/html", "<!doctype html><html><body><script type='module'>"
+                             "import w from '/widget.js'; window.timelineWidget = w;</script></body></html>"),
              "/widget.js": ("text/javascript", open(f"{STATIC}/widget.js", encoding="utf-8").read())}
     blocked, errors = [], []
     with sync_api.sync_playwright() as playwright:
@@ -77,9 +76,12 @@ def test_columns_at_any_byte_offset_draw_the_same(state):
         page.goto(f"{ORIGIN}/index.html")
         page.add_style_tag(content=open(f"{STATIC}/widget.css", encoding="utf-8").read())
 
+        page.wait_for_function("window.timelineWidget !== undefined")
         drawn = {}
         for offset in (0, 8, 3):  # no offset, an aligned one, one no 2-, 4- or 8-byte type allows
-            drawn[offset] = page.evaluate(MOUNT_JS, [state, offset])
+            page.evaluate(MOUNT_JS, [state, offset])
+            page.wait_for_function("Number(window.mounted.el.querySelector('.gw-timeline').dataset.frames) >= 1")
+            drawn[offset] = page.evaluate("() => window.mounted.el.querySelector('canvas').toDataURL()")
             canvas = page.query_selector_all("canvas")[-1]
             colours = [list(rgb(c)) for c in state["scopes"]["colors"]]
             assert all(e["count"] > 50 for e in page.evaluate(COLOUR_SCAN, [canvas, colours])), offset

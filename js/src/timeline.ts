@@ -479,6 +479,7 @@ export class Timeline {
       }
       if (!drag.moved && Math.hypot(x - drag.x, y - drag.y) < CLICK_SLOP) return;
       drag.moved = true;
+      this.lastPress.time = -Infinity; // a press that became a drag starts no double-click
       if (drag.ruler) {
         // Shift+drag measures: the band runs from the press to the pointer.
         const bound = (px: number) => this.view.timeAt(Math.max(0, Math.min(px - GUTTER_WIDTH, this.timeWidth())));

@@ -50,9 +50,10 @@ def _free_port() -> int:
 
 
 @contextlib.contextmanager
-def lab_server(root: Path, env: dict | None = None, theme: str | None = None):
+def lab_server(root: Path, env: dict | None = None, theme: str | None = None, grace_s: float = 30):
     """JupyterLab serving ``root`` on a free localhost port, in ``theme`` (e.g. "JupyterLab
-    Dark"; default its own); yields its base URL."""
+    Dark"; default its own); yields its base URL. At the end it has ``grace_s`` to stop
+    before it is killed."""
     # No "news?" prompt over the notebook.
     (root / ".config" / "labconfig").mkdir(parents=True)
     (root / ".config" / "labconfig" / "page_config.json").write_text(
@@ -86,8 +87,27 @@ def lab_server(root: Path, env: dict | None = None, theme: str | None = None):
                 time.sleep(0.5)
         yield base
     finally:
-        server.terminate()
-        server.wait(timeout=30)
+        _stop(server, grace_s)
+
+
+def _stop(server: subprocess.Popen, grace_s: float) -> None:
+    """End the server and every process under it (its kernels): asked first, killed if
+    still there after ``grace_s``, so no test leaves a process behind."""
+    import psutil  # JupyterLab's kernel (ipykernel) depends on it
+    try:
+        family = psutil.Process(server.pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        family = []
+    server.terminate()
+    try:
+        server.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        server.kill()
+        server.wait()
+    _, alive = psutil.wait_procs(family, timeout=grace_s)
+    for process in alive:
+        process.kill()
+    psutil.wait_procs(alive, timeout=10)
 
 
 class LabPage:
