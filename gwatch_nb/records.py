@@ -202,7 +202,7 @@ class Intervals:
     scope_id: np.ndarray     # int32
     start_cycle: np.ndarray  # int64
     end_cycle: np.ndarray    # int64
-    depth: np.ndarray        # int32: enclosing matched scopes in the same warp
+    depth: np.ndarray        # int32: the interval's row in its warp (lanes): its nesting depth where it nests
     seq: np.ndarray          # int32: nth instance of this scope in this warp
 
 
@@ -329,25 +329,19 @@ def pair_scopes(tags: np.ndarray, cycles: np.ndarray, counts: np.ndarray) -> tup
     # seq: rank of each pair inside its (scope, warp) group, pairs being in group order.
     seq = _rank_in_group(start_at, group_of)
 
-    # Back to program order: nesting level from a running count of matched starts/ends.
+    # Back to program order: the running count of matched starts/ends, to find crossings.
     start_pos, end_pos = order[start_at], order[end_at]
     delta = np.zeros(n, np.int32)
     delta[start_pos] = 1
     delta[end_pos] = -1
     level = np.cumsum(delta, dtype=np.int32) - delta
-    depth = level[start_pos]
     overlapped = pipelined[start_at]
     # Properly nested iff every interval encloses a balanced stretch (see docs/FORMAT.md);
     # a pipelined instance overlaps its own scope's next one by design.
-    crossed = (level[end_pos] != depth + 1) & ~overlapped
+    crossed = (level[end_pos] != level[start_pos] + 1) & ~overlapped
     if overlapped.any():
         crossed |= _crosses_pipelined(start_pos, end_pos, overlapped, s_scope[start_at], warp_of, counts)
     problems["crossed"] = s_warp[start_at[crossed]]
-    if overlapped.any():
-        # A pipelined instance's lane: the levels under its own scope's open instances,
-        # then its seq modulo the most that were ever open at once, so lanes never overlap.
-        lane_of = start_at[overlapped]
-        depth[overlapped] = depth[overlapped] - (open_after[lane_of] - 1) + seq[overlapped] % stages[lane_of]
 
     # Reorder the intervals by their start's position (warp-major, program order) in O(n):
     # the starts in program order are where is_start_pos is set; `out` maps them back to pairs.
@@ -358,15 +352,28 @@ def pair_scopes(tags: np.ndarray, cycles: np.ndarray, counts: np.ndarray) -> tup
     out = np.empty(len(start_at), np.int64)
     out[rank] = np.arange(len(start_at))
 
+    ends_in_order = end_pos[out]
     intervals = Intervals(
         warp_row=warp_of[starts_in_order],
         scope_id=scope[starts_in_order].astype(np.int32),
         start_cycle=cycles[starts_in_order],
-        end_cycle=cycles[end_pos[out]],
-        depth=depth[out].astype(np.int32),
+        end_cycle=cycles[ends_in_order],
+        depth=lanes(starts_in_order, ends_in_order, n),
         seq=seq[out].astype(np.int32),
     )
     return intervals, problems
+
+
+def lanes(start_pos: np.ndarray, end_pos: np.ndarray, events: int) -> np.ndarray:
+    """Each interval's row in its warp (``Intervals.depth``), from its start's and end's
+    positions among the launch's ``events`` (warp-major, program order): an end frees its
+    row, a start takes the lowest free one (C: a heap sweep over the events). A properly
+    nested interval's row is its nesting depth (the rows below hold the intervals around
+    it); one that crosses another, or a pipelined instance overlapping its own scope's
+    previous one, takes the next row free, so intervals open at once never share a row, and
+    a warp needs no more rows than it ever had intervals open at once."""
+    rows = _native.lanes(np.ascontiguousarray(start_pos, np.int64), np.ascontiguousarray(end_pos, np.int64), events)
+    return np.frombuffer(rows, np.int32)
 
 
 def _rank_in_group(positions: np.ndarray, group_of: np.ndarray) -> np.ndarray:

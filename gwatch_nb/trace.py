@@ -28,6 +28,14 @@ WARP_KEY = ("launch", "block_x", "block_y", "block_z", "warp")
 
 _MAX_EXAMPLES = 5
 
+#: Problem kinds that, on a tier, describe the schedule rather than the markers, and so are no
+#: warning there. A sass-tier scope is what the compiled kernel does between its readings, and
+#: ptxas interleaves neighbouring scopes' instructions: their intervals overlap without nesting
+#: by design (``Trace.sites``' span / own / other_scopes say by how much; the views give each
+#: overlapping instance a row of its own). On the ptx and interpreter tiers crossing still
+#: means the program's markers cross.
+_SCHEDULE_PROPERTIES = {"sass": ("crossed",)}
+
 
 @dataclass
 class TraceWarning:
@@ -267,6 +275,8 @@ class Trace:
                     f"capacity={need} would keep them all", int(dropped.sum()), index, launch,
                     np.flatnonzero(dropped))
             for kind, rows in launch.problems.items():
+                if kind in _SCHEDULE_PROPERTIES.get(launch.records.info.get("tier", self.meta["tier"]), ()):
+                    continue
                 if len(rows):
                     add(kind, PROBLEM_KINDS[kind], len(rows), index, launch, np.unique(rows))
             stuck = np.flatnonzero(w["gt_exit"] == 0)

@@ -6,6 +6,7 @@
 
 #include "expand.h"
 #include "gwatch_format.h"
+#include "lanes.h"
 #include "ptx_rewrite.h"
 
 /* The scope ids of an iterable of ints as a gw_scope_set; -1 with ValueError or TypeError
@@ -167,9 +168,43 @@ done:
     return answer;
 }
 
+/* lanes(start, end, events) -> bytearray of i32: each instance's row in its warp (lanes.h);
+ * start and end are i64 event positions, one per instance. ValueError for positions that
+ * do not make instances of `events` events. */
+static PyObject *lanes(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *start_object, *end_object;
+    Py_ssize_t events;
+    if (!PyArg_ParseTuple(args, "OOn", &start_object, &end_object, &events)) return NULL;
+    if (events < 0) return PyErr_Format(PyExc_ValueError, "events %zd is negative", events);
+    Py_buffer start = {0}, end = {0};
+    PyObject *answer = NULL;
+    if (get_buffer(start_object, &start, 8, -1, "start")) return NULL;
+    Py_ssize_t intervals = start.len / 8;
+    if (get_buffer(end_object, &end, 8, intervals, "end")) goto done;
+    answer = PyByteArray_FromStringAndSize(NULL, intervals * 4);
+    if (!answer) goto done;
+    int status;
+    Py_BEGIN_ALLOW_THREADS
+    status = gw_lanes(start.buf, end.buf, (size_t)intervals, (size_t)events, (int32_t *)PyByteArray_AS_STRING(answer));
+    Py_END_ALLOW_THREADS
+    if (status) {
+        Py_CLEAR(answer);
+        if (status == -1)
+            PyErr_SetString(PyExc_ValueError, "instances must start before they end, each at its own event");
+        else
+            PyErr_NoMemory();
+    }
+done:
+    if (start.obj) PyBuffer_Release(&start);
+    if (end.obj) PyBuffer_Release(&end);
+    return answer;
+}
+
 static PyMethodDef methods[] = {
     {"instrument", instrument, METH_VARARGS, "Rewrite gwatch sentinels in a PTX module into trace records."},
     {"expand_records", expand_records, METH_VARARGS, "Trace records of a launch's warps -> their events."},
+    {"lanes", lanes, METH_VARARGS, "Each scope instance's display row in its warp (greedy, in program order)."},
     {NULL, NULL, 0, NULL},
 };
 

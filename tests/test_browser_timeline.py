@@ -1,6 +1,7 @@
 """The timeline in Chromium, on what a user does to it: zoomed in to tens of ns on a
 collapsed launch every busy SM still draws its slices (and idle ones none), and a
 double-click resets the zoom without touching the selection."""
+import numpy as np
 import pytest
 
 from support.browser import AXIS, GUTTER, HIGHLIGHT, require_browser, rgb
@@ -118,4 +119,72 @@ def test_double_click_resets_the_zoom_and_keeps_the_selection(session, matmul_co
             _zoom_to_tens_of_ns(session, timeline)
     assert float(timeline.get_attribute("data-view-end-ns")) - float(timeline.get_attribute("data-view-start-ns")) \
         > 0.9 * int(matmul_cold.launches.duration_ns[0])
+    session.assert_clean()
+
+
+# Per x (CSS px): the indices of the colours found in the canvas column between y0 and y1.
+COLOURS_IN_COLUMN = """([canvas, colours, xs, y0, y1]) => {
+  const dpr = canvas.width / canvas.clientWidth;
+  const ctx = canvas.getContext('2d');
+  const top = Math.round(y0 * dpr), height = Math.round((y1 - y0) * dpr);
+  return xs.map(x => {
+    const column = ctx.getImageData(Math.round(x * dpr), top, 1, height).data;
+    const found = new Set();
+    for (let k = 0; k < height; k++) {
+      const i = 4 * k;
+      colours.forEach((c, n) => { if (c[0] === column[i] && c[1] === column[i+1] && c[2] === column[i+2]) found.add(n); });
+    }
+    return [...found];
+  });
+}"""
+
+
+def test_sass_scopes_that_overlap_are_both_drawn_in_their_warp(session, tmp_path):
+    # On the sass tier dot_pv is still running when softmax starts (ptxas interleaved them):
+    # each gets a sub-row of its own, so where they overlap the warp's band shows both.
+    trace = gwatch_nb.load(f"{FIXTURES}/attention_sass_h200.json")
+    path = tmp_path / "attention_sass.html"
+    trace.to_html(path)
+    timeline = session.open(path)
+    page, canvas = session.page, timeline.query_selector("canvas")
+    box = canvas.bounding_box()
+
+    # Expand the first SM (the launch opens with its SMs collapsed): its block, then its warps.
+    warps = trace.warps
+    sm = int(warps.sm.min())
+    mine = warps[warps.sm == sm].sort_values(["block_z", "block_y", "block_x", "warp"])
+    assert len(mine[["block_x", "block_y", "block_z"]].drop_duplicates()) == 1
+    frames = session.frames(timeline)
+    page.mouse.click(box["x"] + 20, box["y"] + AXIS + 9)
+    session.wait_for_frame(timeline, frames)
+    page.mouse.move(box["x"] + 5, box["y"] + 5)
+    page.wait_for_timeout(100)
+
+    # Rows from lanes.ts: the SM and block headers (18 px), then each warp, 14 px per depth + 2.
+    df = trace.df
+    warp_row = trace.warp_row
+    names = [str(n) for n in df.scope.cat.categories]
+    colours = [list(rgb(c)) for c in scope_colours(len(names))]
+    softmax, dot_pv = names.index("softmax"), names.index("dot_pv")
+    start, end = (float(timeline.get_attribute(a)) for a in ("data-view-start-ns", "data-view-end-ns"))
+    ns_per_px = (end - start) / (box["width"] - GUTTER)
+    top = AXIS + 2 * 18
+    checked = 0
+    for row in mine.index:
+        instances = df[warp_row == row]
+        height = 14 * (int(instances.depth.max()) + 1) + 2
+        s = instances[instances.scope == "softmax"].set_index("seq")
+        p = instances[instances.scope == "dot_pv"].set_index("seq")
+        both = s.add_suffix("_s").join(p.add_suffix("_p"), how="inner")
+        lo = np.maximum(both.start_ns_s, both.start_ns_p)
+        hi = np.minimum(both.end_ns_s, both.end_ns_p)
+        wide = (hi - lo) / ns_per_px > 8  # overlaps wide enough to hit in the middle
+        assert wide.sum() >= 5, row
+        xs = (GUTTER + ((lo + hi)[wide] / 2 - start) / ns_per_px).tolist()
+        found = page.evaluate(COLOURS_IN_COLUMN, [canvas, colours, xs, top + 1, top + height - 1])
+        missing = [x for x, f in zip(xs, found) if not {softmax, dot_pv} <= set(f)]
+        assert not missing, f"warp row {row}: softmax or dot_pv hidden at x = {missing}"
+        checked += len(xs)
+        top += height
+    assert checked >= 20
     session.assert_clean()

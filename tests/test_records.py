@@ -85,22 +85,44 @@ def test_pairing_matches_the_reference(warp_events):
     assert (order == np.arange(len(order))).all()
 
 
+def _reference_lanes(spans):
+    """Each interval's row, the slow, obvious way: in program order, an end frees its row and
+    a start takes the lowest row free (spans: (warp, start, end) positions; one warp's
+    intervals never reach into another's)."""
+    sweep = sorted([(s, 1, k) for k, (_, s, _) in enumerate(spans)] + [(e, 0, k) for k, (_, _, e) in enumerate(spans)])
+    lane, busy = {}, set()
+    for _, is_start, k in sweep:
+        if is_start:
+            lane[k] = min(set(range(len(busy) + 1)) - busy)
+            busy.add(lane[k])
+        else:
+            busy.discard(lane[k])
+    return [lane[k] for k in range(len(spans))]
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.lists(event, max_size=24), min_size=1, max_size=4))
 def test_depth_and_crossing(warp_events):
     tags, cycles, counts = _flatten(warp_events)
     iv, problems = records.pair_scopes(tags, cycles, counts)
     spans = list(zip(iv.warp_row.tolist(), iv.scope_id.tolist(), iv.start_cycle.tolist(), iv.end_cycle.tolist()))
-    # Instances of a pipelined (warp, scope) overlap each other by design; depth is their lane.
+    # depth is the interval's row: the lowest free when it starts, in program order.
+    assert iv.depth.tolist() == _reference_lanes([(w, s, e) for w, _, s, e in spans])
+    # Intervals open at once never share a row of their warp.
+    for k, (w, _, s, e) in enumerate(spans):
+        assert not any(w2 == w and s2 < e and s < e2 and iv.depth[j] == iv.depth[k]
+                       for j, (w2, _, s2, e2) in enumerate(spans) if j != k)
+    # In a warp where intervals only nest (none crosses another, no pipelined scope's
+    # instances overlap), the row is the nesting depth.
+    partial = {w for (w, _, s, e) in spans for (w2, _, s2, e2) in spans if w2 == w and s < s2 < e < e2}
+    for k, (w, sid, s, e) in enumerate(spans):
+        if w not in partial:
+            assert iv.depth[k] == sum(1 for (w2, _, s2, e2) in spans if w2 == w and s2 < s < e2)
+    # Instances of a pipelined (warp, scope) overlap each other by design: no crossing of theirs.
     overlapping = {(w, sid) for w, events in enumerate(warp_events) for sid in {i for i, _ in events}
                    if _is_pipelined([end for i, end in events if i == sid])}
-    crossed_any = False
-    for k, (w, sid, s, e) in enumerate(spans):
-        if (w, sid) in overlapping:
-            continue
-        enclosing = sum(1 for (w2, _, s2, e2) in spans if w2 == w and s2 < s < e2)
-        assert iv.depth[k] == enclosing
-        crossed_any |= any(w2 == w and (s < s2 < e < e2 or s2 < s < e2 < e) for (w2, _, s2, e2) in spans)
+    crossed_any = any(w2 == w and (s < s2 < e < e2 or s2 < s < e2 < e) for (w, sid, s, e) in spans
+                      if (w, sid) not in overlapping for (w2, _, s2, e2) in spans)
     # The cheap test flags at least one interval of every crossing that involves an
     # unpipelined instance, and only when a crossing exists.
     crossing_exists = crossed_any or any(
@@ -110,6 +132,27 @@ def test_depth_and_crossing(warp_events):
         assert len(problems["crossed"])
     if len(problems["crossed"]):
         assert crossing_exists
+
+
+def test_lanes_give_a_crossing_interval_the_next_free_row():
+    # A [0, 4) crosses B [1, 6); C [5, 7) starts after A ended, D [8, 9) after both.
+    events = [(1, False), (2, False), (3, False), (3, True), (1, True), (4, False), (2, True), (4, True),
+              (5, False), (5, True)]
+    tags, cycles, counts = _flatten([events])
+    iv, problems = records.pair_scopes(tags, cycles, counts)
+    assert iv.scope_id.tolist() == [1, 2, 3, 4, 5]
+    assert iv.depth.tolist() == [0, 1, 2, 0, 0]  # 3 nests in 2 (depth 2); 4 takes A's freed row
+    assert len(problems["crossed"]) > 0
+
+
+def test_lanes_reject_positions_that_make_no_intervals():
+    with pytest.raises(ValueError):
+        records.lanes(np.array([0, 0]), np.array([1, 2]), 3)  # two instances start at one event
+    with pytest.raises(ValueError):
+        records.lanes(np.array([2]), np.array([1]), 3)  # an end before its start
+    with pytest.raises(ValueError):
+        records.lanes(np.array([0]), np.array([3]), 3)  # past the events
+    assert records.lanes(np.zeros(0, np.int64), np.zeros(0, np.int64), 0).tolist() == []
 
 
 def _pipelined_stream(draw_order):

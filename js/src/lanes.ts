@@ -34,7 +34,7 @@ export class LaneNode {
     return this.kind !== "warp";
   }
 
-  /** Per nesting depth, the tracks this row draws (one for a warp; all its warps' for a group). */
+  /** Per depth (sub-row), the tracks this row draws (one for a warp; all its warps' for a group). */
   depthTracks(): Track[][] {
     if (this.tracks) return this.tracks;
     if (this.ownTracks) {
@@ -79,7 +79,8 @@ function identityRows(count: number): Int32Array {
   return identity;
 }
 
-/** One track per nesting depth of the warp's instances rows a..b. */
+/** One track per depth of the warp's instance rows a..b: the decoder gives instances that overlap
+ * without nesting depths of their own (records.lanes), so a track's slices never overlap. */
 function warpTracks(data: TimelineData, a: number, b: number): Track[] {
   const { startNs, durationNs, depth } = data.instances;
   let maxDepth = 0;

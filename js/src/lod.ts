@@ -7,7 +7,7 @@ import type { NumericArray } from "./payload";
 /** Tracks this short are cheaper to draw whole than to build levels for. */
 const SHORT_TRACK = 1024;
 
-/** Slices of one warp at one nesting depth: instance rows sorted by start, never overlapping. */
+/** Slices of one warp at one depth (sub-row): instance rows sorted by start, never overlapping. */
 export class Track {
   readonly rows: Int32Array;
   private readonly start: NumericArray;

@@ -8,8 +8,10 @@ from gwatch_nb.trace import Trace
 BASE_NS = 10**9  # host-time origin of synthetic traces (a zero exit time would mean "never exited")
 
 
-def synthetic_trace(warps, scope_names=None, grid=(2, 1, 1), kernel="synthetic") -> Trace:
-    """A one-launch interpreter-tier Trace (times are ns) from
+def synthetic_trace(warps, scope_names=None, grid=(2, 1, 1), kernel="synthetic", tier="interpreter",
+                    launch_tier=None) -> Trace:
+    """A one-launch Trace (times are ns; interpreter tier unless ``tier`` says otherwise, the
+    launch's own tier ``launch_tier`` where it differs, as tier auto records it) from
     [(block, warp, sm, entry_ns, exit_ns, [(ns, scope_id, is_end), ...]), ...]."""
     table = np.zeros(len(warps), WARP_DTYPE)
     cycles, tags = [], []
@@ -21,8 +23,8 @@ def synthetic_trace(warps, scope_names=None, grid=(2, 1, 1), kernel="synthetic")
         cycles += [BASE_NS + t for t, _, _ in events]
         tags += [make_tag(sid, end) for _, sid, end in events]
     launch = LaunchRecords(kernel, grid, (64, 1, 1), 64, table, np.array(cycles, np.int64),
-                           np.array(tags, np.uint32), {})
-    return Trace([launch], scope_names, {"tier": "interpreter"})
+                           np.array(tags, np.uint32), {"tier": launch_tier} if launch_tier else {})
+    return Trace([launch], scope_names, {"tier": tier})
 
 
 def nested_trace() -> Trace:
