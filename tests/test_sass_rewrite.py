@@ -8,9 +8,12 @@ import tempfile
 
 import pytest
 
+import sass_census
 import sass_cubins
 import sass_plans
+import sass_ptx_kernels
 from gwatch_nb.errors import SassRewriteError
+from gwatch_nb.sass import calls
 from gwatch_nb.sass import insert as insert_module
 from gwatch_nb.sass import rewrite
 from gwatch_nb.sass.cubin import Cubin
@@ -65,6 +68,57 @@ def test_every_plan_at_once_gives_the_original_plus_the_insertions(name):
             assert new.target == landing[item.target], (item.index, item.opcode)
     assert branches == sum(ins.target is not None for ins in original)
     _tools_accept(out)
+
+
+def _calling(name: str) -> bytes:
+    return sass_ptx_kernels.cubin(sass_ptx_kernels.CALLS) if name == "calls (PTX)" else \
+        sass_census.compiled(name).asm["cubin"]
+
+
+@pytest.mark.parametrize("name", ["calls (PTX)", *sass_census.CALLING])
+def test_kernels_with_subroutine_calls_rewrite_and_decode_back(name):
+    """Every plan at once on kernels calling ptxas's own subroutines (64-bit division, slow
+    paths of precise division and square root, trigonometric reduction), a Triton noinline
+    function and a recursive PTX function: each CALL enters the same subroutine, returns to
+    the first instruction placed after it, and everything else is the original."""
+    data = _calling(name)
+    kernel = _only_kernel(data)
+    original = rewrite.decoded(data)[kernel]
+    returns = calls.return_addresses(original, kernel)
+    assert returns
+    plan = _all_plans(sass_plans.kernel(data, kernel))
+    got = disassemble(rewrite.rewrite(data, kernel, plan))[kernel]
+    expected, landing = _expected(original, plan)
+    assert len(got) == len(expected)
+    position = {item.index: n for n, (kind, item) in enumerate(expected) if kind == "original"}
+    for new, (kind, item) in zip(got, expected):
+        if kind == "inserted":
+            assert new.raw == item
+        elif item.index in returns:
+            call = position[returns[item.index] - 1]
+            assert got[call].base == "CALL" and calls.return_address(new) == 16 * (call + 1)
+        elif item.base == "RET":
+            assert new.target == 0
+        elif item.target is None:
+            assert new.raw == item.raw
+        else:
+            assert new.target == landing[item.target], (item.index, item.opcode)
+
+
+def test_a_call_returning_to_the_old_place_is_caught(monkeypatch):
+    """The checks read every return address back: an insertion that leaves one where it was is refused."""
+    data = _calling("integer division i64")
+    kernel = _only_kernel(data)
+    real_insert = insert_module.insert
+
+    def stale(original, words, kernel):
+        text, offsets = real_insert(original, words, kernel)
+        mov = min(calls.return_addresses(original, kernel))
+        at = offsets[mov]
+        return text[:at] + original[mov].raw + text[at + 16:], offsets
+    monkeypatch.setattr(rewrite, "insert", stale)
+    with pytest.raises(SassRewriteError, match="the return address loaded at instruction .* no longer names"):
+        rewrite.rewrite(data, kernel, sass_plans.every_seventh(sass_plans.kernel(data, kernel)))
 
 
 def _tools_accept(data: bytes):
