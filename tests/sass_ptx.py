@@ -1,5 +1,6 @@
 """Small PTX kernels for the SASS decoder and inserter tests: the forms the corpus lacks
-(a noinline call, a jump table, two kernels in one module, another architecture)."""
+(a noinline call, a call through an absolute address, a jump table, two kernels in one
+module, another architecture)."""
 
 SMALL_PTX = """.version 8.0
 .target {arch}
@@ -46,6 +47,32 @@ LOOP:
 	setp.lt.u32 %q, %i, %n;
 	@%q bra LOOP;
 	st.global.u32 [%p], %i;
+	ret;
+}
+"""
+
+# A call of vprintf, which ptxas makes through an absolute address in a register.
+ABSOLUTE_CALL_PTX = """.version 8.0
+.target sm_90a
+.address_size 64
+.extern .func (.param .b32 r) vprintf(.param .b64 f, .param .b64 a);
+.global .align 1 .b8 fmt[4] = {37, 100, 10, 0};
+.visible .entry printing(.param .u64 out)
+{
+	.reg .b64 %f, %a;
+	.reg .b32 %r;
+	mov.u64 %f, fmt;
+	cvta.global.u64 %f, %f;
+	mov.u64 %a, 0;
+	{
+	.param .b64 p0;
+	st.param.b64 [p0], %f;
+	.param .b64 p1;
+	st.param.b64 [p1], %a;
+	.param .b32 r0;
+	call.uni (r0), vprintf, (p0, p1);
+	ld.param.b32 %r, [r0];
+	}
 	ret;
 }
 """

@@ -3,6 +3,7 @@ corpus kernel match nvdisasm's own basic-block graph; loop counts and nesting ma
 kernels' source."""
 import pytest
 
+import sass_census
 import sass_cubins
 import sass_ptx_kernels
 import sass_reference
@@ -106,10 +107,15 @@ def test_indirect_branch_is_refused():
         ControlFlowGraph(instructions[:at] + [indirect] + instructions[at + 1:], "guarded_store")
 
 
-def test_calls_and_returns():
+@pytest.mark.parametrize("case", ["calls (PTX)", *(f"census {name}" for name in sass_census.CALLING)])
+def test_calls_and_returns(case):
     """nvdisasm draws a called function as a graph of its own; ours joins them: each CALL also
-    enters the callee, each RET goes back after every CALL. Otherwise the graphs are equal."""
-    cubin = sass_ptx_kernels.cubin(sass_ptx_kernels.CALLS)
+    enters the callee, each RET goes back after every CALL. Otherwise the graphs are equal, on
+    a PTX kernel with a recursive call and on kernels calling ptxas's own subroutines."""
+    if case.startswith("census "):
+        cubin = sass_census.compiled(case.removeprefix("census ")).asm["cubin"]
+    else:
+        cubin = sass_ptx_kernels.cubin(sass_ptx_kernels.CALLS)
     (kernel, instructions), = disassemble(cubin).items()
     cfg = ControlFlowGraph(instructions, kernel)
     starts, edges = set(), set()

@@ -106,7 +106,7 @@ def test_branch_targets_from_the_bits_match_nvdisasm(name, decoded):
                 assert i.offset + 16 + branches.target_of(i.low, i.high) == 16 * i.target
             else:
                 assert i.target is None
-                assert branches.target_of(i.low, i.high) is None or i.base in branches.UNSUPPORTED
+                assert branches.target_of(i.low, i.high) is None or branches.unsupported(i.opcode)
 
 
 def _written(i) -> set[str]:
@@ -182,18 +182,19 @@ def test_an_instruction_nvdisasm_cannot_decode_names_kernel_and_offset():
 
 
 def test_subroutines_and_jump_tables_decode():
-    """A noinline call stays in the kernel's own section; brx.idx becomes BRXU over a jump
-    table in a constant bank: no relative target is recorded for it."""
+    """A noinline call stays in the kernel's own section, its RET counting from the kernel's
+    start; brx.idx becomes BRXU over a jump table in a constant bank: no relative target is
+    recorded for it."""
     calls = ptx.assemble(CALL_PTX)
     (instructions,) = disassemble(calls).values()
     call = next(i for i in instructions if i.opcode.startswith("CALL.REL"))
     assert call.target > call.index and instructions[call.target - 1].base == "EXIT"  # the helper follows the kernel
     ret = next(i for i in instructions if i.base == "RET")
-    assert ret.target is None and ret.operands[0].startswith("R")
+    assert ret.target == 0 and ret.operands[0].startswith("R")
     table = ptx.assemble(BRX_PTX)
     (instructions,) = disassemble(table).values()
     brx = next(i for i in instructions if i.base.startswith("BRX"))
-    assert brx.target is None and brx.base in branches.UNSUPPORTED
+    assert brx.target is None and branches.unsupported(brx.opcode) == "indirect branch"
     assert sum(i.base == "BRA" for i in instructions) >= 3
 
 

@@ -35,7 +35,7 @@ from gwatch_nb.sass.lines import line_table
 from gwatch_nb.sass.liveness import Liveness
 from gwatch_nb.sass.probes import MAX_RUN_RECORDS, MAX_SINK, PREDICATE_LATENCY, SITE_WORD
 from gwatch_nb.sass.registers import register_use
-from gwatch_nb.sass.scoreboards import FIXED_LATENCY, SLOW_LATENCY, released
+from gwatch_nb.sass.scoreboards import FIXED_LATENCY, SLOW_LATENCY, UNBARRIERED, released
 from gwatch_nb.sass.sites import place
 from sass_cubins import CASES, H200_CUBINS, cubins, h200_cubins
 
@@ -189,7 +189,8 @@ def _free(p: Probed, bit: int, i: int, j: int) -> bool:
 
 def _freed_for_exit(p: Probed, n: int, bit: int) -> bool:
     """Whether probe n, in an EXIT's epilogue, writes a register that only a transfer in flight
-    still held, after a NOP that waits for every scoreboard pending there."""
+    through a scoreboard still held, after a NOP that waits for every scoreboard pending there
+    (a transfer that set none is ended by no wait)."""
     e = p.anchor[n]
     if p.plain[e].base != "EXIT" or not bit < regs.GPR_COUNT:
         return False
@@ -198,6 +199,8 @@ def _freed_for_exit(p: Probed, n: int, bit: int) -> bool:
               if p.inserted[m] and p.anchor[m] == e and p.new[m].base == "NOP"]
     pending = live.scoreboards.pending(e)
     busy = live.live_in[e] | live.live_out[e] | live.uses[e].reads | live.uses[e].writes
+    for held in live.scoreboards.in_flight_on(e, UNBARRIERED):
+        busy |= held
     return any(p.new[m].control.wait_mask & pending == pending for m in waited) and not busy >> bit & 1
 
 

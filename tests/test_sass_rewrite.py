@@ -8,13 +8,24 @@ import tempfile
 
 import pytest
 
+import sass_census
 import sass_cubins
 import sass_plans
+import sass_ptx_kernels
+from gwatch_nb import ptx
 from gwatch_nb.errors import SassRewriteError
+from gwatch_nb.sass import calls
+from gwatch_nb.sass import encode as E
 from gwatch_nb.sass import insert as insert_module
 from gwatch_nb.sass import rewrite
+from gwatch_nb.sass.cfg import ControlFlowGraph
+from gwatch_nb.sass.control import NO_BARRIER, Control
 from gwatch_nb.sass.cubin import Cubin
 from gwatch_nb.sass.disasm import disassemble
+from gwatch_nb.sass import registers as regs
+from gwatch_nb.sass.instrument import instrument
+from gwatch_nb.sass.registers import register_use
+from gwatch_nb.sass.scoreboards import SLOW_LATENCY, Scoreboards, control_of
 
 LARGEST = "attention bwd dkdv causal"  # the largest corpus kernel
 
@@ -67,6 +78,57 @@ def test_every_plan_at_once_gives_the_original_plus_the_insertions(name):
     _tools_accept(out)
 
 
+def _calling(name: str) -> bytes:
+    return sass_ptx_kernels.cubin(sass_ptx_kernels.CALLS) if name == "calls (PTX)" else \
+        sass_census.compiled(name).asm["cubin"]
+
+
+@pytest.mark.parametrize("name", ["calls (PTX)", *sass_census.CALLING])
+def test_kernels_with_subroutine_calls_rewrite_and_decode_back(name):
+    """Every plan at once on kernels calling ptxas's own subroutines (64-bit division, slow
+    paths of precise division and square root, trigonometric reduction), a Triton noinline
+    function and a recursive PTX function: each CALL enters the same subroutine, returns to
+    the first instruction placed after it, and everything else is the original."""
+    data = _calling(name)
+    kernel = _only_kernel(data)
+    original = rewrite.decoded(data)[kernel]
+    returns = calls.return_addresses(original, kernel)
+    assert returns
+    plan = _all_plans(sass_plans.kernel(data, kernel))
+    got = disassemble(rewrite.rewrite(data, kernel, plan))[kernel]
+    expected, landing = _expected(original, plan)
+    assert len(got) == len(expected)
+    position = {item.index: n for n, (kind, item) in enumerate(expected) if kind == "original"}
+    for new, (kind, item) in zip(got, expected):
+        if kind == "inserted":
+            assert new.raw == item
+        elif item.index in returns:
+            call = position[returns[item.index] - 1]
+            assert got[call].base == "CALL" and calls.return_address(new) == 16 * (call + 1)
+        elif item.base == "RET":
+            assert new.target == 0
+        elif item.target is None:
+            assert new.raw == item.raw
+        else:
+            assert new.target == landing[item.target], (item.index, item.opcode)
+
+
+def test_a_call_returning_to_the_old_place_is_caught(monkeypatch):
+    """The checks read every return address back: an insertion that leaves one where it was is refused."""
+    data = _calling("integer division i64")
+    kernel = _only_kernel(data)
+    real_insert = insert_module.insert
+
+    def stale(original, words, kernel):
+        text, offsets = real_insert(original, words, kernel)
+        mov = min(calls.return_addresses(original, kernel))
+        at = offsets[mov]
+        return text[:at] + original[mov].raw + text[at + 16:], offsets
+    monkeypatch.setattr(rewrite, "insert", stale)
+    with pytest.raises(SassRewriteError, match="the return address loaded at instruction .* no longer names"):
+        rewrite.rewrite(data, kernel, sass_plans.every_seventh(sass_plans.kernel(data, kernel)))
+
+
 def _tools_accept(data: bytes):
     with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
         f.write(data)
@@ -107,3 +169,44 @@ def test_a_broken_insertion_is_caught_before_it_is_returned(monkeypatch):
     monkeypatch.setattr(rewrite, "insert", bent)
     with pytest.raises(SassRewriteError, match="kernel nested_loops: the rewritten cubin"):
         rewrite.rewrite(data, "nested_loops", sass_plans.every_seventh(sass_plans.kernel(data, "nested_loops")))
+
+
+def _late_stores():
+    """The LATE_STORES kernel (its stores set no read scoreboard), its instructions, the
+    scoreboard analysis of them, its EXIT and the registers those stores read (mask)."""
+    data = ptx.assemble(sass_ptx_kernels.LATE_STORES, options=("-lineinfo",))
+    plain = disassemble(data)["late_stores"]
+    board = Scoreboards(ControlFlowGraph(plain, "late_stores"))
+    exit_index = next(i.index for i in plain if i.base == "EXIT")
+    stored = 0
+    for i in plain:
+        if i.base == "STG" and control_of(i).read_barrier == NO_BARRIER:
+            stored |= register_use(i, "late_stores").reads & regs.GPRS
+    return data, plain, board, exit_index, stored
+
+
+def test_the_proof_refuses_a_write_to_a_register_a_store_with_no_scoreboard_may_still_read():
+    data, plain, board, exit_index, stored = _late_stores()
+    assert stored, "ptxas gave every store a read scoreboard: the kernel no longer shows the case"
+    source = (stored & -stored).bit_length() - 1 - regs.GPR_BASE
+    clobber = E.cs2r(E.Reg(source - source % 2), control=Control(stall=SLOW_LATENCY))
+    with pytest.raises(SassRewriteError, match="may still be using"):
+        rewrite.rewrite(data, "late_stores", {exit_index: [clobber]}, transfers=board)
+    # Without the analysis only the sequence is checked, and the same rewrite passes: the
+    # analysis is what refuses it.
+    rewrite.rewrite(data, "late_stores", {exit_index: [clobber]})
+
+
+def test_an_exit_epilogue_leaves_the_sources_of_stores_with_no_scoreboard_alone():
+    data, plain, board, exit_index, stored = _late_stores()
+    new = disassemble(instrument(data, "late_stores", [], auto=True).cubin)["late_stores"]
+    kernel_stores = [i.index for i in new if i.base == "STG" and i.operands[0].startswith("desc[")]
+    new_exit = next(i.index for i in new if i.base == "EXIT")
+    # What is inserted between the kernel's last store and its EXIT: the epilogue among it.
+    inserted = new[kernel_stores[-1] + 1:new_exit]
+    assert any(i.base == "CS2R" for i in inserted), "no epilogue before the EXIT"
+    written = 0
+    for i in inserted:
+        written |= register_use(i, "late_stores").writes
+    assert not written & stored, (f"the epilogue writes {regs.register_names(written & stored)}, which a store "
+                                  "may still read")

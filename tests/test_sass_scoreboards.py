@@ -2,6 +2,7 @@
 ptxas's own waits on every corpus kernel; the fixed-latency check of inserted instructions."""
 import pytest
 
+import sass_census
 import sass_cubins
 import sass_ptx_kernels
 from gwatch_nb.errors import SassRewriteError
@@ -43,12 +44,22 @@ def test_hand_checked_guarded_store():
     assert sb not in board.idle(s2r + 1)
 
 
-@pytest.mark.parametrize("case", sorted(sass_cubins.cubins()))
+def _listings(case: str) -> dict:
+    if case.startswith("census "):
+        return dict([sass_census.decoded(case.removeprefix("census "))])
+    return disassemble(sass_cubins.cubins()[case])
+
+
+CENSUS = [f"census {name}" for name in sass_census.CASE]
+
+
+@pytest.mark.parametrize("case", sorted(sass_cubins.cubins()) + CENSUS)
 def test_ptxas_waits_where_results_are_in_flight(case):
     """Wherever the analysis has a result in flight on scoreboard k and the kernel reads or
-    rewrites it, ptxas's own code waits on k first: the model agrees with the schedule."""
+    rewrites it, ptxas's own code waits on k first: the model agrees with the schedule (the
+    corpus and the census kernels)."""
     checked = 0
-    for kernel, instructions in disassemble(sass_cubins.cubins()[case]).items():
+    for kernel, instructions in _listings(case).items():
         cfg = ControlFlowGraph(instructions, kernel)
         board = Scoreboards(cfg)
         for i, instruction in enumerate(instructions):
@@ -108,18 +119,19 @@ def test_insertions_that_break_the_rules_are_refused():
 
 
 def test_fixed_latency_covers_what_ptxas_relies_on():
-    """For every fixed-latency opcode of the corpus, the closest ptxas puts a consumer of its
-    result (same block) is at most FIXED_LATENCY cycles, or the opcode is one of SLOW_OPCODES."""
+    """For every fixed-latency opcode of the corpus and the census kernels, the closest ptxas
+    puts a consumer of its result (same block) is at most FIXED_LATENCY cycles, or the opcode
+    is one of SLOW_OPCODES."""
     closest: dict[str, int] = {}
-    for cubin in sass_cubins.cubins().values():
-        for instructions in disassemble(cubin).values():
+    for case in sorted(sass_cubins.cubins()) + CENSUS:
+        for instructions in _listings(case).values():
             cfg = ControlFlowGraph(instructions)
             uses = [register_use(i) for i in instructions]
             for block in cfg.blocks:
                 for p in range(block.start, block.end):
                     producer = instructions[p]
                     control = control_of(producer)
-                    if control.write_barrier != NO_BARRIER or producer.base in VARIABLE_LATENCY | {"HGMMA"} \
+                    if control.write_barrier != NO_BARRIER or producer.base in VARIABLE_LATENCY \
                             or not uses[p].writes:
                         continue
                     cycles = 0

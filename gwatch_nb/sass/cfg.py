@@ -90,7 +90,8 @@ class ControlFlowGraph:
             self._fail(instruction, "an indirect branch has no known target")
         if base in _JUMPS | _CALLS:
             if instruction.target is None:
-                self._fail(instruction, "a branch without a decoded target")
+                self._fail(instruction, "an absolute call has no known target" if base in _CALLS
+                           else "a branch without a decoded target")
             if not 0 <= instruction.target < len(self.instructions):
                 self._fail(instruction, f"branch target {instruction.target} is outside the kernel")
             if base in _CALLS:

@@ -59,11 +59,15 @@ OFFSET_FIELDS = {ID[f"EIATTR_{name}"]: (4, 0) for name in (
     "SW_WAR_MEMBAR_SYS_INSTR_OFFSETS", "STACK_CANARY_TRAP_OFFSETS", "LOCAL_CTA_ASYNC_STORE_OFFSETS")}
 OFFSET_FIELDS[ID["EIATTR_MBARRIER_INSTR_OFFSETS"]] = (16, 0)  # offset, then the barrier's kind and address
 OFFSET_FIELDS[ID["EIATTR_ANNOTATIONS"]] = (8, 4)  # (kind, offset) pairs
+# (offset, value) pairs seen in the census kernels (tests/sass_census.py): an emulated 16-bit
+# atomic's LDG and ATOMG.CAS with a register map; a 128-bit LDS with a byte mask (0xfff).
+OFFSET_FIELDS[ID["EIATTR_ATOM16_EMUL_INSTR_REG_MAP"]] = (8, 0)
+OFFSET_FIELDS[ID["EIATTR_UNUSED_LOAD_BYTE_OFFSET"]] = (8, 0)
 ANNOTATION_SPILL_REFILL = 1  # the only annotation kind seen; others are refused
 # Attributes that hold or may hold code addresses in a layout no corpus kernel shows: refused on rewrite.
 UNMAPPABLE = {ID[f"EIATTR_{name}"] for name in (
-    "JUMPTABLE_RELOCS", "INDIRECT_BRANCH_TARGETS", "COROUTINE_RESUME_ID_OFFSETS", "ATOM16_EMUL_INSTR_REG_MAP",
-    "INSTR_REG_MAP", "UNUSED_LOAD_BYTE_OFFSET", "TOOLS_PATCH_FUNC", "AT_ENTRY_FRAGMENTS", "SYSCALLS_FALLBACK",
+    "JUMPTABLE_RELOCS", "INDIRECT_BRANCH_TARGETS", "COROUTINE_RESUME_ID_OFFSETS",
+    "INSTR_REG_MAP", "TOOLS_PATCH_FUNC", "AT_ENTRY_FRAGMENTS", "SYSCALLS_FALLBACK",
     "UCODE_SECTION_DATA", "PER_REG_TARGET_PERF_STATS")}
 # Ids cuobjdump does not name, seen in every corpus kernel, whose value is no offset.
 UNNAMED_KEPT = {0x66: "4 bytes, 3 in every corpus kernel whatever its size"}

@@ -4,18 +4,20 @@ reaches the same original instruction.
 
 A branch (``BRA``, ``BSSY``, ``CALL.REL``) to original instruction ``i`` lands on the first
 instruction inserted before ``i``: a probe at a block's start runs on every entry, by
-fall-through or by branch. ``insertions[len(instructions)]`` goes after the last original
-instruction, past the trailing ``BRA``-to-self and ``NOP`` padding ptxas ends a kernel with;
-nothing reaches it unless an inserted instruction branches there, which inserted code may not
-(it must carry no relative target). Kernels whose code addresses live in registers or jump
-tables (``BRX``, ``JMX``, ``CALL``/``RET``, ...: see ``branches.UNSUPPORTED``) are refused
-when anything is inserted."""
+fall-through or by branch. A call returns the same way, to the first instruction inserted
+before the one after it: its return-address ``MOV`` (calls.py) is given that offset, and
+``RET.REL`` keeps counting from the kernel's start. ``insertions[len(instructions)]`` goes
+after the last original instruction, past the trailing ``BRA``-to-self and ``NOP`` padding
+ptxas ends a kernel with; nothing reaches it unless an inserted instruction branches there,
+which inserted code may not (it must carry no relative target). Kernels whose code addresses
+live in registers or jump tables (``BRX``, ``JMX``, absolute calls, ...: see
+``branches.unsupported``) are refused when anything is inserted."""
 from __future__ import annotations
 
 import numpy as np
 
 from gwatch_nb.errors import SassRewriteError
-from gwatch_nb.sass import branches
+from gwatch_nb.sass import branches, calls
 from gwatch_nb.sass.instruction import SIZE, Instruction
 
 
@@ -35,16 +37,23 @@ def insert(instructions: list[Instruction], insertions: dict[int, list[bytes]],
     if not added.any():
         return b"".join(i.raw for i in instructions), [i.offset for i in instructions]
     for i in instructions:
-        if i.base in branches.UNSUPPORTED:
-            why = branches.UNSUPPORTED[i.base]
+        why = branches.unsupported(i.opcode)
+        if why:
             raise SassRewriteError(f"{what}: {why} at {i.offset:#x} ({i.opcode}): not supported")
+    returns = calls.return_addresses(instructions, kernel)
     before = np.cumsum(added) - added  # instructions inserted before position k's own insertions
     landing = np.arange(count + 1) + before  # new index of the first instruction inserted before k
     position = landing + added  # new index of original instruction k
     pieces = []
     for i in instructions:
         pieces.extend(insertions.get(i.index, ()))
-        pieces.append(_relaid(what, i, landing, position) if i.target is not None else i.raw)
+        if i.target is not None:
+            pieces.append(_relaid(what, i, landing, position))
+        elif i.index in returns:
+            low, high = calls.with_return_address(i.low, i.high, int(landing[returns[i.index]]) * SIZE)
+            pieces.append(low.to_bytes(8, "little") + high.to_bytes(8, "little"))
+        else:
+            pieces.append(i.raw)
     pieces.extend(insertions.get(count, ()))
     return b"".join(pieces), (position[:count] * SIZE).tolist()
 

@@ -94,7 +94,8 @@ def instrument(cubin: bytes, kernel: str, markers: list, scopes: frozenset | Non
         if not rows:
             raise SassRewriteError(f"kernel {kernel}: no site has the registers a reading needs")
         try:
-            plan = probes.plan(Liveness(cfg, count), readings, params, list(range(len(rows))))
+            liveness = Liveness(cfg, count)
+            plan = probes.plan(liveness, readings, params, list(range(len(rows))))
             proof = pairing.check(cfg, [pairing.PlacedReading(at, r["scope"], r["kind"] == "end")
                                         for r, at in zip(rows, plan.read_at)])
             unsound = {scope for scope in proof.faults if scope >= AUTO_SCOPE_BASE}
@@ -120,7 +121,7 @@ def instrument(cubin: bytes, kernel: str, markers: list, scopes: frozenset | Non
     raised = count if count != registers else None
     proof.require(kernel)  # a marker scope whose readings do not pair: the kernel is refused
     analysed = time.perf_counter()
-    out = rewrite(cubin, kernel, plan.insertions, registers=raised)
+    out = rewrite(cubin, kernel, plan.insertions, registers=raised, transfers=liveness.scoreboards)
     for (name, size), expected in zip(PARAMETERS, (params.slots, params.slot_bytes, params.capacity)):
         out, address = Cubin.parse(out).with_parameter(kernel, size, size)
         if address != expected:

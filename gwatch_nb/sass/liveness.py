@@ -5,7 +5,11 @@ the instruction reads it, or if it is live after and the instruction does not su
 (a guarded instruction writes nothing for sure). Reads are over-approximated and writes
 under-approximated by registers.py, so an error leaves a register live, never dead. A path
 ends at EXIT with only R1 live: the ABI keeps the stack pointer there, and nvdisasm counts it
-live throughout. A RET also keeps the registers a callee must preserve.
+live throughout. A call is followed into its subroutine (cfg.py joins them: a RET returns
+after every CALL): what the subroutine reads is live before the call, and whatever is live
+after any call is live throughout every subroutine, one context for all calls, which can only
+keep a register live that is not. A RET with no call to return to (an unknown caller) also
+keeps the registers the ABI has a callee preserve.
 
 A register is free over instructions i..j of one block when it is not live before any of
 them nor after j, no instruction among them reads or writes it, and no transfer still in
@@ -52,7 +56,8 @@ class Liveness:
         sizes = [int(i.operands[-1], 16) for i in cfg.instructions if i.base == "USETMAXREG"]
         self.register_limit = min([register_count, *sizes]) - RESERVED_REGISTERS
         self.uses = [register_use(i, cfg.kernel) for i in cfg.instructions]
-        self.reads = [use.reads | {"EXIT": STACK_POINTER, "RET": CALLEE_SAVED}.get(i.base, 0)
+        returned = STACK_POINTER if any(i.base == "CALL" for i in cfg.instructions) else CALLEE_SAVED
+        self.reads = [use.reads | {"EXIT": STACK_POINTER, "RET": returned}.get(i.base, 0)
                       for i, use in zip(cfg.instructions, self.uses)]
         self.kills = [use.writes if _surely_executes(i) else 0 for i, use in zip(cfg.instructions, self.uses)]
         named = 0

@@ -38,7 +38,7 @@ from gwatch_nb.sass import encode as E
 from gwatch_nb.sass import registers as regs
 from gwatch_nb.sass.control import NO_BARRIER, SCOREBOARDS, Control
 from gwatch_nb.sass.liveness import Liveness
-from gwatch_nb.sass.scoreboards import FIXED_LATENCY, SLOW_LATENCY, control_of, released
+from gwatch_nb.sass.scoreboards import FIXED_LATENCY, SLOW_LATENCY, UNBARRIERED, control_of, released
 
 READINGS_PER_RECORD = FORMAT["READINGS_PER_RECORD"]
 #: Records of one block that share a room test; the slot's overflow rows hold them all.
@@ -159,7 +159,7 @@ def plan(liveness: Liveness, readings: list[Reading], params: Parameters, site_n
     cfg = liveness.cfg
     kernel = cfg.kernel
     instructions = cfg.instructions
-    if any(i.target == 0 for i in instructions):
+    if any(i.target == 0 and i.base != "RET" for i in instructions):  # RET.REL counts from the start
         raise SassRewriteError(f"kernel {kernel}: a branch returns to the first instruction, where the prologue goes")
     nxt, end, room = state_registers(liveness)
     ops: dict[int, list[_Op]] = defaultdict(list)
@@ -494,8 +494,11 @@ class _Allocator:
     def __init__(self, liveness: Liveness, index: int, where: str, in_flight: bool = True):
         if in_flight:
             self.free = set(liveness.free_registers(index))
-        else:  # after a wait on every pending scoreboard: only what is live or touched here is busy
-            busy = liveness.live_in[index] | liveness.uses[index].reads | liveness.uses[index].writes
+        else:  # after a wait on every pending scoreboard: what is live or touched here is busy, and
+            # what a transfer with no scoreboard may still read or write (no wait ends it)
+            results, sources = liveness.scoreboards.in_flight_on(index, UNBARRIERED)
+            busy = (liveness.live_in[index] | liveness.uses[index].reads | liveness.uses[index].writes
+                    | results | sources)
             self.free = {r for r in range(liveness.register_limit) if not busy >> r & 1}
         self.kernel, self.where = liveness.cfg.kernel, where
 

@@ -6,8 +6,9 @@ general registers R0-R254 are bits 0-254 (RZ, R255, is none), uniform registers 
 328-334 (UPT none). Reads are over-approximated where the form leaves doubt (a liveness built
 on them errs on "live"); writes are those the instruction always makes when it executes. The
 widths (register pairs, quads, MMA fragments, TMA coordinate runs) were read off NVIDIA's own
-life ranges (`nvdisasm -plr`) on the corpus kernels. An opcode or width form not modelled here
-raises SassRewriteError rather than being guessed."""
+life ranges (`nvdisasm -plr`) on the corpus kernels and the census of what ptxas emits
+(tests/sass_census.py). Each opcode belongs to one family of operand roles (`_FAMILIES`); an
+opcode or width form not modelled here raises SassRewriteError rather than being guessed."""
 from __future__ import annotations
 
 import functools
@@ -126,9 +127,10 @@ def _modifiers(opcode: str) -> list[str]:
 
 
 def _data_width(opcode: str) -> int:
-    """Registers per data operand of a load, store or atomic: .64 a pair, .128 a quad."""
-    mods = _modifiers(opcode)
-    return 4 if "128" in mods else 2 if "64" in mods else 1
+    """Registers per data operand of a load, store or atomic: .64 (or a 64-bit type, as in
+    `ATOMG.E.ADD.F64.RN`, `ATOMG.E.MAX.S64`) a pair, .128 a quad."""
+    mods = set(_modifiers(opcode))
+    return 4 if "128" in mods else 2 if mods & {"64", "F64", "S64", "U64"} else 1
 
 
 class _Unmodelled(Exception):
@@ -171,7 +173,8 @@ def _plain(opcode, operands):
 
 def _carry(opcode, operands):
     """Integer arithmetic that may write carry-out predicates; IMAD.WIDE writes a pair and adds
-    a pair; (U)IADD3.64 (ptxas 12.8's 64-bit add) writes a pair and reads pairs."""
+    a pair, IMAD.HI (the high word of a*b + c) adds a pair; (U)IADD3.64 (ptxas 12.8's 64-bit
+    add) writes a pair and reads pairs."""
     mods = _modifiers(opcode)
     n = _leading_destinations(operands)
     if "64" in mods and opcode.split(".")[0] in ("IADD3", "UIADD3") and "128" not in mods:
@@ -180,6 +183,8 @@ def _carry(opcode, operands):
         raise _Unmodelled("wide form")
     if "WIDE" in mods:
         return _use(operands, n, dst_width=2, widths={n + 2: 2})
+    if "HI" in mods and opcode.split(".")[0] in ("IMAD", "UIMAD"):
+        return _use(operands, n, widths={n + 2: 2})
     return _use(operands, n)
 
 
@@ -219,7 +224,8 @@ def _cs2r(opcode, operands):
 
 
 def _load(opcode, operands):
-    """Global/local/shared/constant loads: the data result spans the access width; global and
+    """Global/local/shared/constant loads (and QSPC, whose result is the predicate "this
+    generic address is in that space"): the data result spans the access width; global and
     generic addresses are 64-bit even when printed without `.64`."""
     address = 2 if opcode.split(".")[0] in _GLOBAL_ADDRESS else 1
     return _use(operands, _leading_destinations(operands), dst_width=_data_width(opcode), address_width=address)
@@ -238,15 +244,16 @@ def _atomic(opcode, operands):
                 address_width=address)
 
 
-_GLOBAL_ADDRESS = {"LDG", "STG", "LD", "ST", "ATOMG", "ATOM", "RED", "REDG", "CCTL"}
+_GLOBAL_ADDRESS = {"LDG", "STG", "LD", "ST", "ATOMG", "ATOM", "RED", "REDG", "CCTL", "QSPC"}
 
 
 def _matrix_count(opcode):
-    """LDSM/STSM/MOVM: the trailing .1/.2/.4 is the number of 8x8 matrices, one register each."""
+    """LDSM/STSM/MOVM: a trailing .2/.4 is the number of 8x8 matrices, one register each; none
+    (`LDSM.16.M88`, `STSM.16.MT88`) is one."""
     counts = [m for m in _modifiers(opcode) if m in ("1", "2", "4")]
-    if len(counts) != 1:
+    if len(counts) > 1:
         raise _Unmodelled("matrix count")
-    return int(counts[0])
+    return int(counts[0]) if counts else 1
 
 
 def _ldsm(opcode, operands):
@@ -259,36 +266,43 @@ def _stsm(opcode, operands):
 
 _ELEMENT_BITS = {"F16": 16, "BF16": 16, "TF32": 32, "F32": 32, "S8": 8, "U8": 8, "E4M3": 8, "E5M2": 8,
                  "S4": 4, "U4": 4, "S32": 32, "F64": 64}
+# MMAs whose modifiers name only the input types: the accumulator is implied.
+_IMPLIED_ACCUMULATOR = {"IGMMA": "S32", "IMMA": "S32", "DMMA": "F64"}
+_WARP_SHAPES = {"16816": (16, 8, 16), "1688": (16, 8, 8), "884": (8, 8, 4), "16832": (16, 8, 32),
+                "8816": (8, 8, 16), "8832": (8, 8, 32), "16864": (16, 8, 64)}
 
 
-def _hgmma(opcode, operands):
-    """Warpgroup MMA `HGMMA.MxNxK.Dtype[.Atype] D, A, gdesc[UR], C[, scale-d]`: D and C are
-    M*N/128 accumulators per thread (F16 accumulators pack two per register), A from
-    registers M*K/128 elements packed in 32-bit registers, gdesc[URx] reads URx-URx+3."""
-    shape = re.fullmatch(r"(\d+)x(\d+)x(\d+)", _modifiers(opcode)[0])
-    types = [m for m in _modifiers(opcode)[1:] if m in _ELEMENT_BITS]
+def _mma_shape_and_bits(opcode) -> tuple[tuple[int, int, int], int, int]:
+    """((M, N, K), accumulator bits, input bits) of an MMA: the shape is `MxNxK` or the warp
+    MMAs' packed digits; the types follow it, the accumulator's first unless implied
+    (integer MMAs: S32, DMMA: F64); inputs default to F16 (DMMA: F64)."""
+    base, mods = opcode.split(".")[0], _modifiers(opcode)
+    spelled = re.fullmatch(r"(\d+)x(\d+)x(\d+)", mods[0]) if mods else None
+    shape = tuple(map(int, spelled.groups())) if spelled else _WARP_SHAPES.get(mods[0] if mods else "")
+    types = [m for m in mods[1:] if m in _ELEMENT_BITS]
+    implied = _IMPLIED_ACCUMULATOR.get(base)
+    if implied:
+        types = [implied] + (types or [implied])
     if not shape or not types:
         raise _Unmodelled("shape or type")
-    m, n, k = map(int, shape.groups())
-    accumulator = m * n * _ELEMENT_BITS[types[0]] // (128 * 32)
-    a_bits = _ELEMENT_BITS.get(types[1], 16) if len(types) > 1 else (8 if types[0] == "S32" else 16)
+    return shape, _ELEMENT_BITS[types[0]], _ELEMENT_BITS[types[1]] if len(types) > 1 else 16
+
+
+def _warpgroup_mma(opcode, operands):
+    """Warpgroup MMA `HGMMA/IGMMA/QGMMA.MxNxK.types D, A, gdesc[UR], C[, scale-d or gsb0]`: D
+    and C are M*N/128 accumulators per thread (F16 accumulators pack two per register), A from
+    registers M*K/128 elements packed in 32-bit registers, gdesc[URx] reads URx-URx+3."""
+    (m, n, k), d_bits, a_bits = _mma_shape_and_bits(opcode)
+    accumulator = m * n * d_bits // (128 * 32)
     a_in_registers = len(operands) > 1 and "gdesc" not in operands[1]
     c = 3 if a_in_registers else 2
     return _use(operands, 1, dst_width=accumulator, widths={1: m * k * a_bits // (128 * 32), c: accumulator})
 
 
-def _hmma(opcode, operands):
-    """Warp MMA `HMMA.MNK.Dtype[.Atype] D, A, B, C` (IMMA for integers): fragments of
-    M*K, K*N and M*N elements over 32 threads in 32-bit registers."""
-    mods = _modifiers(opcode)
-    shape = {"16816": (16, 8, 16), "1688": (16, 8, 8), "884": (8, 8, 4), "16832": (16, 8, 32),
-             "8816": (8, 8, 16), "8832": (8, 8, 32), "16864": (16, 8, 64)}.get(mods[0] if mods else "")
-    types = [m for m in mods[1:] if m in _ELEMENT_BITS]
-    if not shape or not types:
-        raise _Unmodelled("shape or type")
-    m, n, k = shape
-    d_bits = _ELEMENT_BITS[types[0]]
-    in_bits = _ELEMENT_BITS[types[1]] if len(types) > 1 else (8 if opcode.startswith("IMMA") else 16)
+def _warp_mma(opcode, operands):
+    """Warp MMA `HMMA/IMMA/DMMA.shape.types D, A, B, C`: fragments of M*K, K*N and M*N
+    elements over 32 threads in 32-bit registers."""
+    (m, n, k), d_bits, in_bits = _mma_shape_and_bits(opcode)
     regs = lambda rows, cols, bits: max(1, rows * cols * bits // 1024)
     d = regs(m, n, d_bits)
     return _use(operands, 1, dst_width=d, widths={1: regs(m, k, in_bits), 2: regs(k, n, in_bits), 3: d})
@@ -311,8 +325,15 @@ def _tma(opcode, operands):
 
 
 def _uniform_pair_address(opcode, operands):
-    """UTMACCTL [URx]: a 64-bit tensor-map address."""
+    """UTMACCTL [URx] (a tensor map's address), UBLKCP/UBLKPF/UBLKRED [URd], [URs], URn (bulk
+    copies): every address is read as a pair (a global one is 64-bit; nvdisasm has a shared
+    one read with the register after it too)."""
     return _use(operands, 0, address_width=2)
+
+
+def _writes_only(opcode, operands):
+    """B2R.RESULT Rd[, Pd]: a barrier reduction's results, from no register."""
+    return _use(operands, len(operands))
 
 
 def _syncs(opcode, operands):
@@ -343,12 +364,12 @@ def _p2r(opcode, operands):
 
 
 def _r2p(opcode, operands):
-    """R2P PR, Rs, mask: writes the predicates the mask names (none when it is not a constant,
-    so the liveness never counts a write that may not happen); reads Rs."""
+    """R2P PR, Rs, mask: reads Rs (and a mask from a register). Its writes of the predicates
+    the mask names are left out: nvdisasm's life ranges keep those predicates live across it
+    (it does not follow PR), and a write left out only keeps a predicate live."""
     registers = [op for op in operands if op != "PR"]
     mask = _immediate(registers[-1])
-    writes = 0 if mask is None else (mask & 0x7F) << PREDICATE_BASE
-    return _bits(registers[0]) | (0 if mask is not None else _bits(registers[-1])), writes
+    return _bits(registers[0]) | (0 if mask is not None else _bits(registers[-1])), 0
 
 
 def _immediate(operand: str) -> int | None:
@@ -372,36 +393,42 @@ def _reads_pair(opcode, operands):
 
 
 def _call(opcode, operands):
-    """A call hands every register to code this analysis does not follow: all are read."""
+    """CALL.REL enters a subroutine of the kernel's own text, which the control-flow graph
+    follows (cfg.py): what the subroutine reads is live before the call through that edge. The
+    call itself reads R0 and the stack pointer R1, as nvdisasm has every call read them. An
+    absolute call (code outside the kernel) hands every register over: all are read."""
+    if opcode.startswith("CALL.REL"):
+        return _bits("R0") | _bits("R1"), 0
     return GPRS | UNIFORMS | PREDICATES | UNIFORM_PREDICATES, 0
 
 
 _FAMILIES = {
-    _plain: "FADD FMUL FFMA FMNMX FSEL FSWZADD F2FP HADD2 HMUL2 HFMA2 HMNMX2 PRMT SHF SGXT IABS MUFU MOV SEL "
-            "VIADD VIMNMX VIADDMNMX POPC FLO BREV BMSK IMNMX S2R S2UR R2UR UMOV USEL USHF USGXT UPRMT UFLO "
-            "UPOPC UBMSK UBREV BMOV",
+    _plain: "FADD FMUL FFMA FMNMX FSEL FSWZADD FCHK F2FP HADD2 HMUL2 HFMA2 HMNMX2 HSET2 VHMNMX PRMT SHF SGXT "
+            "IABS MUFU MOV SEL VIADD VIMNMX VIMNMX3 VIADDMNMX IDP VABSDIFF4 I2IP POPC FLO BREV BMSK IMNMX S2R "
+            "S2UR R2UR REDUX UMOV USEL USHF USGXT UPRMT UFLO UPOPC UBMSK UBREV BMOV",
     _carry: "IADD3 UIADD3 IMAD UIMAD LEA ULEA LOP3 ULOP3",
     _two_predicates: "ISETP FSETP DSETP HSETP2 UISETP PLOP3 UPLOP3",
     _double: "DADD DMUL DFMA DMNMX",
     _convert: "F2F F2I I2F I2FP I2I FRND",
     _cs2r: "CS2R",
-    _load: "LDG LDS LDL LD LDC ULDC",
+    _load: "LDG LDS LDL LD LDC ULDC QSPC",
     _store: "STG STS STL ST CCTL",
     _atomic: "ATOMG ATOMS ATOM RED REDG",
-    _ldsm: "LDSM",
+    _ldsm: "LDSM MOVM",
     _stsm: "STSM",
-    _hgmma: "HGMMA",
-    _hmma: "HMMA IMMA",
+    _warpgroup_mma: "HGMMA IGMMA QGMMA",
+    _warp_mma: "HMMA IMMA DMMA",
     _tma: "UTMALDG UTMASTG UTMAPF UTMAREDG",
-    _uniform_pair_address: "UTMACCTL",
+    _uniform_pair_address: "UTMACCTL UBLKCP UBLKPF UBLKRED",
+    _writes_only: "B2R",
     _syncs: "SYNCS",
     _all_but_last: "VOTE VOTEU",
     _first_two: "ELECT",
-    _leading: "SHFL USETMAXREG",
+    _leading: "SHFL MATCH USETMAXREG",
     _p2r: "P2R",
     _r2p: "R2P",
     _reads_only: "BRA BAR NOP EXIT DEPBAR WARPGROUP FENCE MEMBAR LDGDEPBAR UTMACMDFLUSH WARPSYNC BSSY BSYNC "
-                 "BREAK BPT KILL YIELD NANOSLEEP ERRBAR LDGSTS",
+                 "BREAK BPT KILL YIELD NANOSLEEP ERRBAR CGAERRBAR ACQBULK PREEXIT LDGSTS",
     _reads_pair: "RET",
     _call: "CALL",
 }

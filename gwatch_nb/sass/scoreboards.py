@@ -8,7 +8,7 @@ when its result is written (write barrier) or its sources have been read (read b
 later instruction waits for it with its wait mask or with `DEPBAR.LE SBk, 0x0`. A
 fixed-latency instruction has no scoreboard: the stall counts of the instructions issued
 after it must add up to its latency before anything reads its result. Warpgroup MMAs
-(HGMMA) run asynchronously until `WARPGROUP.DEPBAR.LE gsb0, 0x0`.
+(HGMMA, IGMMA, QGMMA) run asynchronously until `WARPGROUP.DEPBAR.LE gsb0, 0x0`.
 
 What this module assumes, erring towards "busy":
 - A scoreboard set on any path and not waited on along it may be pending (a may-analysis over
@@ -18,7 +18,7 @@ What this module assumes, erring towards "busy":
   it set, or, barrier or not, until the kernel itself touches them again (a later read or
   write of a result, a later write of a source): ptxas orders the kernel's own accesses, so
   they prove the transfer done. A result or source the kernel never touches again stays in
-  flight to the end. HGMMA's registers stay in flight until `WARPGROUP.DEPBAR.LE gsb0, 0x0`.
+  flight to the end. A warpgroup MMA's registers stay in flight until `WARPGROUP.DEPBAR.LE gsb0, 0x0`.
 - Fixed latency: an inserted instruction issues at least FIXED_LATENCY cycles (the sum of
   the stall counts in between) after a fixed-latency instruction whose result it reads or
   whose destination it also writes, and no kernel instruction reads or writes its result
@@ -43,13 +43,17 @@ from gwatch_nb.sass.registers import RegisterUse, register_use
 FIXED_LATENCY = 6
 SLOW_OPCODES = frozenset({"R2UR", "P2R", "USGXT", "HFMA2", "CS2R"})
 SLOW_LATENCY = 15
-WARPGROUP = SCOREBOARDS        # slot of HGMMA's asynchronous group
+WARPGROUP = SCOREBOARDS        # slot of the warpgroup MMAs' asynchronous group
 UNBARRIERED = SCOREBOARDS + 1  # slot of variable-latency transfers with no scoreboard
 _SLOTS = SCOREBOARDS + 2
+WARPGROUP_MMA = frozenset({"HGMMA", "IGMMA", "QGMMA"})
+# Taken to be variable latency (a result in flight until waited on or touched): memory,
+# conversions, transfers, MMAs, doubles; REDUX, DMMA, FCHK, QSPC, B2R and MOVM because ptxas
+# gives them a scoreboard in the census kernels (tests/sass_census.py).
 VARIABLE_LATENCY = frozenset(
-    "LDG LDS LDL LD LDC LDSM ATOMG ATOMS ATOM RED REDG STG STS STL ST STSM LDGSTS SHFL MUFU S2R S2UR "
-    "F2I I2F F2F I2I FRND POPC FLO BREV DADD DMUL DFMA DSETP DMNMX HMMA IMMA HGMMA SYNCS UTMALDG UTMASTG "
-    "UTMAPF UTMAREDG UTMACCTL MATCH CCTL".split())
+    "LDG LDS LDL LD LDC LDSM MOVM ATOMG ATOMS ATOM RED REDG STG STS STL ST STSM LDGSTS SHFL MUFU S2R S2UR "
+    "F2I I2F F2F I2I FRND POPC FLO BREV DADD DMUL DFMA DSETP DMNMX HMMA IMMA DMMA REDUX FCHK QSPC B2R SYNCS "
+    "UTMALDG UTMASTG UTMAPF UTMAREDG UTMACCTL UBLKCP UBLKPF UBLKRED MATCH CCTL".split()) | WARPGROUP_MMA
 
 
 def released(instruction, control=None) -> int:
@@ -102,7 +106,7 @@ class Scoreboards:
         freed = released(instruction, control)
         sets = sum(1 << b for b in (control.write_barrier, control.read_barrier) if b != NO_BARRIER)
         transfers = []
-        if instruction.base == "HGMMA":
+        if instruction.base in WARPGROUP_MMA:
             transfers = [(WARPGROUP, use.writes, use.reads)]
         elif instruction.base in VARIABLE_LATENCY or sets:
             w = control.write_barrier if control.write_barrier != NO_BARRIER else UNBARRIERED
@@ -190,6 +194,26 @@ class Scoreboards:
     def in_flight_after(self, i: int) -> int:
         return _union(self._state(i, after=True)[1])
 
+    def check_untouched(self, index: int, inserted) -> None:
+        """Raise SassRewriteError unless `inserted` (decoded instructions, in order, placed just
+        before kernel instruction `index`) leave alone every register a kernel transfer may still
+        read or write there: none writes such a register or reads a result still being written,
+        unless a wait before it (or its own) released that transfer's scoreboard. No wait
+        releases a transfer that set no scoreboard."""
+        if index >= len(self.cfg.instructions):
+            return
+        slots = self._state(index)[1]
+        for k, instruction in enumerate(inserted):
+            freed = released(instruction)
+            slots = tuple((0, 0) if freed >> slot & 1 else state for slot, state in enumerate(slots))
+            use = register_use(instruction, self.cfg.kernel)
+            for slot, (results, sources) in enumerate(slots):
+                if use.writes & (results | sources) or use.reads & results:
+                    how = "no scoreboard" if slot == UNBARRIERED else f"scoreboard {slot}"
+                    raise SassRewriteError(
+                        f"kernel {self.cfg.kernel}: inserted instruction {k} ({instruction.opcode}) before "
+                        f"instruction {index} touches a register a kernel transfer ({how}) may still be using")
+
     def idle(self, i: int, j: int | None = None) -> list[int]:
         """Scoreboards an inserted instruction may use over instructions i..j of one block: none
         pending before any of them or after j, and none set or waited on by any of them."""
@@ -210,8 +234,7 @@ def _union(slots) -> int:
 
 
 def _fixed(instruction) -> bool:
-    return control_of(instruction).write_barrier == NO_BARRIER and instruction.base not in VARIABLE_LATENCY and \
-        instruction.base != "HGMMA"
+    return control_of(instruction).write_barrier == NO_BARRIER and instruction.base not in VARIABLE_LATENCY
 
 
 def _backward(cfg, index: int, latency: int):
