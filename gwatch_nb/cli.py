@@ -11,12 +11,13 @@ import shutil
 import sys
 
 from ._version import __version__
-from .compare_cli import add_diff_command
+from .comparison.cli import add_diff_command
 from .errors import ArchiveError
 from .outputs import format_of, supported
 from .report import Report, Section, load_report
 from .show import (SECTIONS, VIEWS, Selection, SelectionError, format_text, parse_block, parse_numbers,
                    parse_threads, parse_ticks, parse_time, summarize)
+from .terminal import can_print, write
 
 EXIT_INPUT_ERROR = 2
 
@@ -187,9 +188,9 @@ def _show(args) -> int:
     if args.json:
         document = {"file": os.fspath(args.file), "title": report.title,
                     "runs": [{**where, **summary} for where, summary in results]}
-        _write(json.dumps(document, indent=1, allow_nan=False) + "\n")
+        write(json.dumps(document, indent=1, allow_nan=False) + "\n")
         return 0
-    unicode = _can_print("µ█▁·")
+    unicode = can_print("µ█▁·")
     parts = []
     for where, summary in results:
         banner = ""
@@ -197,7 +198,7 @@ def _show(args) -> int:
             banner = (f"=== {report.title} | section {where['section']} \"{where['section_title']}\" | "
                       f"run {where['run']} ===\n")
         parts.append(banner + format_text(summary, width=width, unicode=unicode))
-    _write("\n".join(parts))
+    write("\n".join(parts))
     return 0
 
 
@@ -215,23 +216,6 @@ def _export(args) -> int:
     written = part.render(args.out, group_by=args.group_by)
     print(f"wrote {written}")
     return 0
-
-
-def _can_print(characters: str) -> bool:
-    try:
-        characters.encode(sys.stdout.encoding or "ascii")
-        return True
-    except (UnicodeEncodeError, LookupError):
-        return False
-
-
-def _write(text: str) -> None:
-    try:
-        sys.stdout.write(text)
-        sys.stdout.flush()
-    except BrokenPipeError:
-        # The reader (head, less) has gone; stop quietly, and keep Python from complaining at exit.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 def main(argv=None) -> int:

@@ -12,7 +12,7 @@ import gwatch_nb
 from conftest import FIXTURES
 from gwatch_nb import compare
 from gwatch_nb.comparison import match_scopes
-from gwatch_nb.compare_stats import compare_groups, compare_units
+from gwatch_nb.comparison.stats import compare_groups, compare_units
 from support.traces import synthetic_trace
 
 WARP = ["launch", "block_x", "block_y", "block_z", "warp"]
