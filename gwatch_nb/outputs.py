@@ -23,16 +23,21 @@ if TYPE_CHECKING:
 
 @contextlib.contextmanager
 def atomic_write(path) -> Iterator[BinaryIO]:
-    """A binary file that replaces ``path`` only once the block completes without error."""
+    """A binary file that replaces ``path`` only once the block completes without error.
+
+    An OSError about the file beside it (a folder that does not exist, a folder in the
+    way) names ``path``: the user never wrote the name of the temporary file."""
     path = os.fspath(path)
     partial = f"{path}.partial"
     try:
         with open(partial, "wb") as out:
             yield out
         os.replace(partial, path)
-    except BaseException:
+    except BaseException as error:
         with contextlib.suppress(FileNotFoundError):
             os.remove(partial)
+        if isinstance(error, OSError) and error.filename == partial and error.errno is not None:
+            raise type(error)(error.errno, error.strerror, path) from None
         raise
 
 
