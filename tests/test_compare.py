@@ -123,6 +123,22 @@ def test_intervals_are_deterministic_and_independent_of_what_else_is_compared(at
     assert compare_units("k", (sums[:, 0], counts[:, 0]), (sums[:, 0] * 1.5, counts[:, 0])) == alone[0]
 
 
+def test_the_same_traces_give_the_same_intervals_whatever_the_runs_are_called(attention):
+    a, b = attention
+    unnamed, named = compare(a, b), compare(a, b, labels=("A", "B"))
+    for table in ("df", "kernel", "roles", "iterations"):
+        first, second = getattr(unnamed, table), getattr(named, table)
+        assert first[["ci_low", "ci_high"]].equals(second[["ci_low", "ci_high"]]), table
+        assert first["ci_low"].notna().any(), table
+    # A third run beside them moves neither the draws nor the intervals of the first two.
+    causal = gwatch_nb.load(os.path.join(FIXTURES, "attention_causal_h200.json"))
+    three = compare(a, b, causal, labels=("A", "B", "C"))
+    shared = set(three.df["scope"])
+    mine = named.df[named.df["scope"].isin(shared) & (named.df["run"] == "B")].reset_index(drop=True)
+    theirs = three.df[three.df["run"] == "B"].reset_index(drop=True)
+    assert len(mine) and mine[["scope", "ci_low", "ci_high"]].equals(theirs[["scope", "ci_low", "ci_high"]])
+
+
 def test_three_runs_compare_each_with_the_first(attention):
     matmul = gwatch_nb.load(os.path.join(FIXTURES, "attention_causal_h200.json"))
     cmp = compare([attention[0], attention[1], matmul], labels=["small", "large", "causal"])

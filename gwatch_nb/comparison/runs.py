@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import functools
+import hashlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -19,6 +20,20 @@ class Run:
     @functools.cached_property
     def df(self) -> pd.DataFrame:
         return self.trace.df
+
+    @functools.cached_property
+    def fingerprint(self) -> str:
+        """A digest of what the run recorded (every number of its instances, its launches'
+        durations), never of its label: it seeds the bootstrap, so the same traces give the
+        same intervals whatever they are called."""
+        digest = hashlib.blake2b(digest_size=8)
+        numbers = self.df.select_dtypes("number")
+        for column in numbers:
+            digest.update(column.encode() + np.ascontiguousarray(numbers[column].to_numpy(np.int64)).tobytes())
+        launches = self.trace.launches
+        durations = launches["duration_ns"].to_numpy(np.int64) if len(launches) else np.zeros(0, np.int64)
+        digest.update(np.ascontiguousarray(durations).tobytes())
+        return digest.hexdigest()
 
     @functools.cached_property
     def activity(self) -> pd.DataFrame:

@@ -74,6 +74,11 @@ class Comparison:
     def scope_name(self, scope_id: int) -> str:
         return self.runs[0].trace.scope_name(scope_id)
 
+    def _key(self, table: str, run: int) -> str:
+        """What seeds a table's bootstrap of ``run`` against the baseline: the table and the
+        two runs' data, never their labels or the other runs beside them."""
+        return f"{table}/{self.runs[0].fingerprint}/{self.runs[run].fingerprint}"
+
     def _change(self, key: str, a, b) -> Change:
         return compare_units(key, a, b, self.resamples, self.level, self.seed)
 
@@ -94,7 +99,7 @@ class Comparison:
 
     def _changes(self, table: str, matrices: list[tuple[np.ndarray, np.ndarray]]) -> list[list[Change]]:
         """Per run after the baseline, the Change of every group against the baseline's."""
-        return [[]] + [compare_groups(f"{table}/{self.labels[r]}", matrices[0], matrices[r], self.resamples,
+        return [[]] + [compare_groups(self._key(table, r), matrices[0], matrices[r], self.resamples,
                                       self.level, self.seed) for r in range(1, len(self.runs))]
 
     def _scope_table(self) -> pd.DataFrame:
@@ -176,7 +181,7 @@ class Comparison:
                 if r == 0:
                     row.update(self._blank())
                 else:
-                    change = self._change(f"kernel/{measure}/{run.label}", base, mine)
+                    change = self._change(self._key(f"kernel/{measure}", r), base, mine)
                     row.update(self._change_columns(change, what, r, kind))
                 rows.append(row)
         for r, run in enumerate(self.runs[1:], 1):
