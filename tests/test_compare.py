@@ -104,7 +104,7 @@ def test_one_launch_per_run_gives_no_interval_for_kernel_duration(attention_cmp)
     assert kernel.loc[("duration_ns", "N=4096"), "change"] == pytest.approx(96899 / 17435 - 1)
     assert any("fewer than 5 launches" in n for n in attention_cmp.notes)
     idle = kernel.loc[("idle_share", "N=4096")]
-    assert idle["units"] == 1024 and not np.isnan(idle["ci_low"])
+    assert idle["samples"] == 1024 and idle["samples_of"] == "warps" and not np.isnan(idle["ci_low"])
 
 
 def test_intervals_are_deterministic_and_independent_of_what_else_is_compared(attention):

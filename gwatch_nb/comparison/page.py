@@ -52,9 +52,9 @@ def tables_html(cmp: "Comparison") -> str:
     parts.append(_table(["scope", "run", "count", "p50", "p95", "mean", "total", "share of warp time",
                          "change of mean [CI]"], rows))
     rows = [[html.escape(r["what"]), html.escape(str(r["run"])),
-             f"{r['value']:.1%}" if r["measure"] == "idle_share" else format_ns(r["value"]), str(r["units"]),
-             _change(r)] for _, r in cmp.kernel.iterrows()]
-    parts.append(_table(["measure", "run", "value", "units", "change [CI]"], rows))
+             f"{r['value']:.1%}" if r["measure"] == "idle_share" else format_ns(r["value"]),
+             html.escape(f"{r['samples']:,} {r['samples_of']}"), _change(r)] for _, r in cmp.kernel.iterrows()]
+    parts.append(_table(["measure", "run", "value", "samples", "change [CI]"], rows))
     return "\n".join(parts)
 
 

@@ -22,13 +22,15 @@ TAIL_QUANTILE = 0.95
 CHANGE_COLUMNS = ["change", "ci_low", "ci_high", "verdict"]
 SCOPE_COLUMNS = ["scope", "run", "scope_id", "count", "p50_ns", "p95_ns", "mean_ns", "total_ns", "share",
                  "p50_change", *CHANGE_COLUMNS]
-#: Launch-level measures: (name, what it is, the word kind for verdicts).
+#: Launch-level measures: name (its value in ns where it ends in _ns) -> (what it is, the
+#: word kind for verdicts, what its samples are: the units the bootstrap resamples).
 KERNEL_MEASURES = {
-    "duration_ns": ("kernel duration per launch", "time"),
-    "sm_busy_ns": ("busy time per SM (inside outermost scopes)", "time"),
-    "tail_ns": (f"tail: from {TAIL_QUANTILE:.0%} of warps exited to the last", "time"),
-    "idle_share": ("share of warp lifetime outside any scope", "share"),
+    "duration_ns": ("kernel duration per launch", "time", "launches"),
+    "sm_busy_ns": ("busy time per SM (inside outermost scopes)", "time", "(SM, launch) pairs"),
+    "tail_ns": (f"tail: from {TAIL_QUANTILE:.0%} of warps exited to the last", "time", "launches"),
+    "idle_share": ("share of warp lifetime outside any scope", "share", "warps"),
 }
+KERNEL_COLUMNS = ["measure", "what", "run", "value", "samples", "samples_of", *CHANGE_COLUMNS]
 
 
 def _quantiles(durations: pd.Series) -> tuple[float, float]:
@@ -172,12 +174,12 @@ class Comparison:
     def _kernel_table(self) -> pd.DataFrame:
         units = [self._kernel_units(run) for run in self.runs]
         rows = []
-        for measure, (what, kind) in KERNEL_MEASURES.items():
+        for measure, (what, kind, samples_of) in KERNEL_MEASURES.items():
             base = units[0][measure]
             for r, run in enumerate(self.runs):
                 mine = units[r][measure]
                 row = {"measure": measure, "what": what, "run": run.label, "value": ratio_mean(*mine),
-                       "units": len(mine[0])}
+                       "samples": len(mine[0]), "samples_of": samples_of}
                 if r == 0:
                     row.update(self._blank())
                 else:
@@ -188,7 +190,7 @@ class Comparison:
             if min(len(units[0]["duration_ns"][0]), len(units[r]["duration_ns"][0])) < MIN_UNITS:
                 self.notes.append(f"{run.label} vs {self.labels[0]}: fewer than {MIN_UNITS} launches in a run, so kernel "
                                   "duration and tail have no interval (trace more launches to get one)")
-        return pd.DataFrame(rows, columns=["measure", "what", "run", "value", "units", *CHANGE_COLUMNS])
+        return pd.DataFrame(rows, columns=KERNEL_COLUMNS)
 
     def _sm_table(self) -> pd.DataFrame:
         """Busy ns per SM, averaged over each run's launches; SMs not used by a run are absent."""
