@@ -1,7 +1,8 @@
 """The ``gwatch`` command: read trace archives and reports in a terminal, or convert them.
 
 Errors about the input (missing, truncated, corrupt, wrong-version or foreign files; a
-selection the trace does not have) print one line on stderr and exit with status 2."""
+selection the trace does not have: a launch, block, warp or scope) and arguments that
+cannot be read print one line on stderr and exit with status 2."""
 from __future__ import annotations
 
 import argparse
@@ -26,6 +27,14 @@ class UsageError(Exception):
     """An argument the command cannot use (beyond what argparse checks)."""
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, but an argument it cannot read is one line on stderr (exit 2)
+    that points at the command's help, not a page of usage before the line that matters."""
+
+    def error(self, message: str):
+        self.exit(EXIT_INPUT_ERROR, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
 _SHOW_EXAMPLES = """\
 examples:
   gwatch show trace.json                      every view
@@ -45,7 +54,7 @@ microseconds for --from/--to, in ns (timer ticks) for G-Watch's --stime/--etime.
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="gwatch",
         description="Read gwatch-nb traces: when each marked scope of a Triton kernel ran on every warp.",
         epilog="Traces come from gwatch_nb.do_trace(...).save('trace.json') or a report rendered to .json. "
@@ -111,6 +120,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="Perfetto processes: one per SM (default) or per block; threads are warps")
     export.set_defaults(handler=_export)
     add_diff_command(commands)
+    for command in commands.choices.values():
+        command.set_defaults(command_parser=command)
     return parser
 
 
@@ -219,7 +230,9 @@ def _export(args) -> int:
 
 
 def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
+    args, unknown = build_parser().parse_known_args(argv)
+    if unknown:  # the command's own parser says so: its help is the one to read
+        args.command_parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     try:
         return args.handler(args)
     except (ArchiveError, SelectionError, UsageError) as error:
