@@ -1,7 +1,8 @@
 """The ``gwatch`` command: read trace archives and reports in a terminal, or convert them.
 
 Errors about the input (missing, truncated, corrupt, wrong-version or foreign files; a
-selection the trace does not have) print one line on stderr and exit with status 2."""
+selection the trace does not have: a launch, block, warp or scope) and arguments that
+cannot be read print one line on stderr and exit with status 2."""
 from __future__ import annotations
 
 import argparse
@@ -11,18 +12,27 @@ import shutil
 import sys
 
 from ._version import __version__
-from .compare_cli import add_diff_command
+from .comparison.cli import add_diff_command
 from .errors import ArchiveError
 from .outputs import format_of, supported
 from .report import Report, Section, load_report
 from .show import (SECTIONS, VIEWS, Selection, SelectionError, format_text, parse_block, parse_numbers,
                    parse_threads, parse_ticks, parse_time, summarize)
+from .terminal import can_print, write
 
 EXIT_INPUT_ERROR = 2
 
 
 class UsageError(Exception):
     """An argument the command cannot use (beyond what argparse checks)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, but an argument it cannot read is one line on stderr (exit 2)
+    that points at the command's help, not a page of usage before the line that matters."""
+
+    def error(self, message: str):
+        self.exit(EXIT_INPUT_ERROR, f"{self.prog}: {message} (see {self.prog} --help)\n")
 
 
 _SHOW_EXAMPLES = """\
@@ -44,7 +54,7 @@ microseconds for --from/--to, in ns (timer ticks) for G-Watch's --stime/--etime.
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="gwatch",
         description="Read gwatch-nb traces: when each marked scope of a Triton kernel ran on every warp.",
         epilog="Traces come from gwatch_nb.do_trace(...).save('trace.json') or a report rendered to .json. "
@@ -110,6 +120,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="Perfetto processes: one per SM (default) or per block; threads are warps")
     export.set_defaults(handler=_export)
     add_diff_command(commands)
+    for command in commands.choices.values():
+        command.set_defaults(command_parser=command)
     return parser
 
 
@@ -187,9 +199,9 @@ def _show(args) -> int:
     if args.json:
         document = {"file": os.fspath(args.file), "title": report.title,
                     "runs": [{**where, **summary} for where, summary in results]}
-        _write(json.dumps(document, indent=1, allow_nan=False) + "\n")
+        write(json.dumps(document, indent=1, allow_nan=False) + "\n")
         return 0
-    unicode = _can_print("µ█▁·")
+    unicode = can_print("µ█▁·")
     parts = []
     for where, summary in results:
         banner = ""
@@ -197,7 +209,7 @@ def _show(args) -> int:
             banner = (f"=== {report.title} | section {where['section']} \"{where['section_title']}\" | "
                       f"run {where['run']} ===\n")
         parts.append(banner + format_text(summary, width=width, unicode=unicode))
-    _write("\n".join(parts))
+    write("\n".join(parts))
     return 0
 
 
@@ -217,25 +229,10 @@ def _export(args) -> int:
     return 0
 
 
-def _can_print(characters: str) -> bool:
-    try:
-        characters.encode(sys.stdout.encoding or "ascii")
-        return True
-    except (UnicodeEncodeError, LookupError):
-        return False
-
-
-def _write(text: str) -> None:
-    try:
-        sys.stdout.write(text)
-        sys.stdout.flush()
-    except BrokenPipeError:
-        # The reader (head, less) has gone; stop quietly, and keep Python from complaining at exit.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-
-
 def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
+    args, unknown = build_parser().parse_known_args(argv)
+    if unknown:  # the command's own parser says so: its help is the one to read
+        args.command_parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     try:
         return args.handler(args)
     except (ArchiveError, SelectionError, UsageError) as error:

@@ -4,6 +4,10 @@
 class GwatchError(RuntimeError):
     """Base class of every gwatch-nb error."""
 
+    def _render_traceback_(self) -> list[str]:
+        """What IPython and Jupyter show in place of the traceback: the one line itself."""
+        return [f"{type(self).__name__}: {self}"]
+
 
 class NoGPUError(GwatchError):
     """No usable CUDA device (the 'interpreter' tier works without one)."""

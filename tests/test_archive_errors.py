@@ -55,6 +55,20 @@ def test_missing_file(tmp_path):
     _raises(str(tmp_path / "nowhere.json"), "cannot read")
 
 
+def test_ipython_shows_one_line_not_the_traceback(tmp_path):
+    from IPython.core.interactiveshell import InteractiveShell
+    from IPython.utils.capture import capture_output
+
+    shell = InteractiveShell.instance()
+    shell.user_ns.update(gwatch_nb=gwatch_nb, path=str(tmp_path / "missing.json"))
+    with capture_output() as captured:
+        result = shell.run_cell("gwatch_nb.load(path)", store_history=False)
+    assert isinstance(result.error_in_exec, ArchiveError)
+    shown = captured.stdout + captured.stderr
+    assert shown.strip() == f"ArchiveError: {result.error_in_exec}", shown
+    assert "missing.json: cannot read" in shown
+
+
 def test_corrupt_column(tmp_path):
     document = _document()
     column = document["launches"][0]["events"]["tag"]

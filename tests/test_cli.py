@@ -184,6 +184,21 @@ def test_selections_the_trace_lacks_give_one_line_and_exit_2(fixture_path, capsy
     assert captured.out == "" and captured.err.count("\n") == 1 and message in captured.err
 
 
+@pytest.mark.parametrize("args, message", [
+    (["--block", "999"], "gwatch: no block 999 in this trace (grid 8,4,1: blocks 0,0,0 to 7,3,0)"),
+    (["--block", "3,4"], "gwatch: no block 3,4 in this trace (grid 8,4,1: blocks 0,0,0 to 7,3,0)"),
+    (["--warp", "9"], "gwatch: no warp 9 in a block of this trace (blocks of 128 threads: warps 0 to 3)"),
+    (["--bogus"], "gwatch show: unrecognized arguments: --bogus (see gwatch show --help)"),
+    (["--from", "abc"], "gwatch show: argument --from: not a time: 'abc' (write e.g. 12.5us, 800ns, 1.2ms) "
+                        "(see gwatch show --help)"),
+    (["--warp", "9-3"], "gwatch show: argument --warp: range '9-3' is backwards or longer than 65536 "
+                        "(see gwatch show --help)"),
+])
+def test_arguments_that_select_nothing_or_cannot_be_read_give_one_line(fixture_path, args, message):
+    result = gwatch("show", fixture_path("attention_h200.json"), *args)
+    assert (result.returncode, result.stdout, result.stderr) == (2, "", message + "\n")
+
+
 def test_a_report_without_runs_gives_one_line(tmp_path, capsys):
     path = tmp_path / "empty.json"
     path.write_text(json.dumps({"format": "gwatch-nb-report", "version": 1, "title": "t",

@@ -12,7 +12,7 @@ import gwatch_nb
 from conftest import FIXTURES
 from gwatch_nb import compare
 from gwatch_nb.comparison import match_scopes
-from gwatch_nb.compare_stats import compare_groups, compare_units
+from gwatch_nb.comparison.stats import compare_groups, compare_units
 from support.traces import synthetic_trace
 
 WARP = ["launch", "block_x", "block_y", "block_z", "warp"]
@@ -104,7 +104,7 @@ def test_one_launch_per_run_gives_no_interval_for_kernel_duration(attention_cmp)
     assert kernel.loc[("duration_ns", "N=4096"), "change"] == pytest.approx(96899 / 17435 - 1)
     assert any("fewer than 5 launches" in n for n in attention_cmp.notes)
     idle = kernel.loc[("idle_share", "N=4096")]
-    assert idle["units"] == 1024 and not np.isnan(idle["ci_low"])
+    assert idle["samples"] == 1024 and idle["samples_of"] == "warps" and not np.isnan(idle["ci_low"])
 
 
 def test_intervals_are_deterministic_and_independent_of_what_else_is_compared(attention):
@@ -121,6 +121,22 @@ def test_intervals_are_deterministic_and_independent_of_what_else_is_compared(at
     alone = compare_groups("k", (sums[:, :1], counts[:, :1]), (sums[:, :1] * 1.5, counts[:, :1]))
     assert together[0] == alone[0] and together[0].change == pytest.approx(0.5) and together[0].excludes_zero
     assert compare_units("k", (sums[:, 0], counts[:, 0]), (sums[:, 0] * 1.5, counts[:, 0])) == alone[0]
+
+
+def test_the_same_traces_give_the_same_intervals_whatever_the_runs_are_called(attention):
+    a, b = attention
+    unnamed, named = compare(a, b), compare(a, b, labels=("A", "B"))
+    for table in ("df", "kernel", "roles", "iterations"):
+        first, second = getattr(unnamed, table), getattr(named, table)
+        assert first[["ci_low", "ci_high"]].equals(second[["ci_low", "ci_high"]]), table
+        assert first["ci_low"].notna().any(), table
+    # A third run beside them moves neither the draws nor the intervals of the first two.
+    causal = gwatch_nb.load(os.path.join(FIXTURES, "attention_causal_h200.json"))
+    three = compare(a, b, causal, labels=("A", "B", "C"))
+    shared = set(three.df["scope"])
+    mine = named.df[named.df["scope"].isin(shared) & (named.df["run"] == "B")].reset_index(drop=True)
+    theirs = three.df[three.df["run"] == "B"].reset_index(drop=True)
+    assert len(mine) and mine[["scope", "ci_low", "ci_high"]].equals(theirs[["scope", "ci_low", "ci_high"]])
 
 
 def test_three_runs_compare_each_with_the_first(attention):

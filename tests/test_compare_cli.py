@@ -45,6 +45,14 @@ def test_json_holds_the_tables_and_scope_limits_them(capsys):
     assert {r["measure"] for r in document["kernel"]} == {"duration_ns", "sm_busy_ns", "tail_ns", "idle_share"}
 
 
+def test_labels_do_not_move_the_intervals(capsys):
+    plain, named = diff_json(capsys, SMALL, LARGE), diff_json(capsys, SMALL, LARGE, "--labels", "A,B")
+    expected = compare(gwatch_nb.load(SMALL), gwatch_nb.load(LARGE)).to_dict()
+    for table in ("scopes", "kernel", "roles", "iterations"):
+        intervals = [[(r["ci_low"], r["ci_high"]) for r in document[table]] for document in (plain, named, expected)]
+        assert intervals[0] == intervals[1] == intervals[2] and any(low is not None for low, _ in intervals[0])
+
+
 def test_a_report_adds_each_of_its_runs(tmp_path, capsys):
     path = tmp_path / "sweep.json"
     Report("sweep", [Section("BLOCK_N=64", [gwatch_nb.load(SMALL), gwatch_nb.load(SMALL)]),

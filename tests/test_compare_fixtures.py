@@ -32,7 +32,24 @@ def test_twice_the_keys_per_iteration_make_each_iteration_longer():
     assert sorted(cmp.iterations["seq"].unique()) == list(range(16))
     assert any("seq 16-31 not in every run" in n for n in cmp.notes)
     duration = cmp.kernel.set_index(["measure", "run"]).loc[("duration_ns", "BLOCK_N=128")]
-    assert duration["units"] == 5 and duration["ci_low"] == duration["ci_low"]  # five launches: an interval
+    assert duration["samples"] == 5 and duration["ci_low"] == duration["ci_low"]  # five launches: an interval
+    assert duration["samples_of"] == "launches"
+
+
+def test_the_kernel_table_names_what_its_columns_hold(capsys):
+    _need(*PAIR)
+    assert main(["diff", *PAIR]) == 0
+    text = capsys.readouterr().out
+    kernel = text[text.index("\nkernel:\n"):text.index("\nper warp role")].strip().splitlines()[1:]
+    header, rows = kernel[0], kernel[1:]
+    assert header.split()[:4] == ["measure", "run", "value", "samples"] and "units" not in header
+    cmp = gwatch_nb.compare(*(gwatch_nb.load(p) for p in PAIR))
+    for row, (_, expected) in zip(rows, cmp.kernel.iterrows()):
+        # A time is printed with its unit, under the measure in words (not duration_ns over µs).
+        assert row.startswith(expected["what"]) and "_ns" not in row
+        assert f"{expected['samples']:,} {expected['samples_of']}" in row
+    assert [r["samples_of"] for _, r in cmp.kernel.iterrows()][::2] == ["launches", "(SM, launch) pairs", "launches",
+                                                                         "warps"]
 
 
 def test_the_sweep_compares_every_configuration_with_the_first(capsys):

@@ -10,8 +10,8 @@ pytest.importorskip("altair", reason="comparison views need altair (pip install 
 import gwatch_nb  # noqa: E402
 from conftest import FIXTURES  # noqa: E402
 from gwatch_nb import compare  # noqa: E402
-from gwatch_nb.compare_charts import all_charts, changes, distributions, trends  # noqa: E402
-from gwatch_nb.compare_widget import CompareWidget  # noqa: E402
+from gwatch_nb.comparison.charts import all_charts, changes, distributions, trends  # noqa: E402
+from gwatch_nb.comparison.widget import CompareWidget  # noqa: E402
 from support.pages import Page  # noqa: E402
 
 
@@ -70,3 +70,11 @@ def test_page_holds_tables_charts_timelines_and_loads_nothing(cmp, tmp_path):
     assert "warm &lt;vs&gt; cold" in text and "<vs>" not in text
     for verdict in cmp.verdicts:
         assert verdict.split(":")[0] in text
+
+
+def test_a_page_that_fails_to_write_leaves_the_old_file(cmp, tmp_path):
+    path = tmp_path / "cmp.html"
+    path.write_text("the page before")
+    with pytest.raises(UnicodeEncodeError):
+        cmp.to_html(path, title="\ud800")  # a lone surrogate has no UTF-8: the write fails part way
+    assert path.read_text() == "the page before" and os.listdir(tmp_path) == ["cmp.html"]

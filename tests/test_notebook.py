@@ -130,3 +130,15 @@ def test_report_and_archive_are_written(ran):
     trace = gwatch_nb.load(folder / "attention_trace.json")
     assert trace.meta["tier"] == "interpreter" and len(trace.df) == 512 and len(trace.warps) == 16
     assert sorted(trace.df["scope"].unique()) == sorted(SCOPES)
+
+
+def test_the_files_the_notebook_writes_are_ignored_by_git():
+    import subprocess
+
+    notebook = nbformat.read(ROOT / "notebooks" / "attention.ipynb", as_version=4)
+    code = "\n".join(c.source for c in notebook.cells if c.cell_type == "code")
+    written = set(re.findall(r"\.(?:to_html|save|to_perfetto|render)\(\s*[\"']([^\"']+)[\"']", code))
+    assert {"attention_trace.html", "attention_trace.json"} <= written
+    for name in sorted(written):
+        checked = subprocess.run(["git", "check-ignore", "-q", f"notebooks/{name}"], cwd=ROOT)
+        assert checked.returncode == 0, f"notebooks/{name} (written by running the notebook) is not in .gitignore"

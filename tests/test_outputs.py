@@ -76,6 +76,22 @@ def test_a_failed_write_leaves_the_old_file_and_no_partial(trace, tmp_path):
     assert (tmp_path / "x.html").read_text() == "the old file" and not list(tmp_path.glob("*.partial"))
 
 
+def test_a_folder_that_does_not_exist_is_named_as_the_user_wrote_it(trace, tmp_path, capsys):
+    out = tmp_path / "nowhere" / "o.html"
+    with pytest.raises(FileNotFoundError) as error:
+        trace.to_html(out)
+    assert error.value.filename == str(out) and ".partial" not in str(error.value)
+    source = tmp_path / "source.json"
+    trace.save(source)
+    assert main(["export", str(source), str(out)]) == 2
+    assert capsys.readouterr().err == f"gwatch: {out}: No such file or directory\n"
+    (tmp_path / "taken.html").mkdir()
+    with pytest.raises(IsADirectoryError) as error:  # the rename over a folder fails, not the write
+        trace.to_html(tmp_path / "taken.html")
+    assert error.value.filename == str(tmp_path / "taken.html") and ".partial" not in str(error.value)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["source.json", "taken.html"]
+
+
 def test_load_reads_a_report_archive_too(trace, tmp_path):
     one = Report("quick start", [Section("s", [trace])]).render(tmp_path / "one.json")
     again = gwatch_nb.load(one)

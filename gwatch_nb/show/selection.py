@@ -84,10 +84,25 @@ class Selection:
         return ids
 
     def check(self, trace: Trace) -> None:
-        """SelectionError when the launch or a scope is not in the trace, or the window is empty."""
+        """SelectionError when the launch, a block, a warp or a scope is not in the trace, or
+        the window is empty."""
         launches = len(trace.launches)
         if self.launch is not None and not 0 <= self.launch < launches:
             raise SelectionError(f"no launch {self.launch} in this trace (it has launches 0 to {launches - 1})")
+        chosen = trace.launches if self.launch is None else trace.launches.iloc[[self.launch]]
+        grids = sorted({tuple(grid) for grid in chosen["grid"]})
+        for block in self.blocks:
+            if not any(all(b < g for b, g in zip(block, grid)) for grid in grids):
+                shapes = "; ".join(f"{_listed(grid)}: blocks {_listed([0] * len(grid))} to "
+                                   f"{_listed([g - 1 for g in grid])}" for grid in grids)
+                raise SelectionError(f"no block {_listed(block)} in this trace (grid {shapes})")
+        threads = sorted({int(np.prod(block)) for block in chosen["block"]})
+        most = -(-threads[-1] // WARP_SIZE) if threads else 0
+        beyond = [w for w in self.warps if w >= most]
+        if beyond:
+            sizes = " or ".join(map(str, threads))
+            raise SelectionError(f"no warp {_listed(beyond)} in a block of this trace (blocks of {sizes} threads: "
+                                 f"warps 0 to {most - 1})")
         if self.start_ns is not None and self.end_ns is not None and self.end_ns <= self.start_ns:
             raise SelectionError("the time window is empty: --to must be later than --from")
         self.scope_ids(trace)
@@ -95,6 +110,10 @@ class Selection:
     def describe(self) -> dict:
         return {"launch": self.launch, "blocks": [list(b) for b in self.blocks], "warps": self.warps,
                 "scopes": self.scopes, "start_ns": self.start_ns, "end_ns": self.end_ns}
+
+
+def _listed(numbers) -> str:
+    return ",".join(str(n) for n in numbers)
 
 
 def parse_time(text: str, bare: str = "us") -> int:

@@ -2,19 +2,17 @@
 (``static/compare_widget.js``, built from ``js/src/compare*``)."""
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import anywidget
 import traitlets
 
-from .compare_html import run_colour
-from .serializers import timeline_payload
+from ..html import STATIC
+from ..serializers import timeline_payload
+from .charts import run_colour
 
 if TYPE_CHECKING:
-    from .comparison import Comparison
-
-STATIC = Path(__file__).parent / "static"
+    from .tables import Comparison
 
 
 class CompareWidget(anywidget.AnyWidget):
@@ -38,6 +36,6 @@ def display_comparison(cmp: "Comparison") -> None:
     """What a notebook shows for a Comparison: verdicts and tables, timelines, charts."""
     from IPython.display import HTML, display
 
-    from .compare_html import tables_html
+    from .page import tables_html
 
     display(HTML(tables_html(cmp)), CompareWidget(cmp), cmp.charts())

@@ -1,7 +1,7 @@
 """A comparison as text for a terminal (``gwatch diff``, ``repr(cmp)``), from ``Comparison.to_dict``."""
 from __future__ import annotations
 
-from .html import format_ns
+from ..html import format_ns
 
 #: Iteration and role rows printed per scope at most (the JSON holds them all).
 MAX_DETAIL_ROWS = 8
@@ -42,9 +42,9 @@ def format_text(summary: dict) -> str:
              "-" if r["share"] is None else f"{r['share']:.1%}", _change(r)] for r in summary["scopes"]]
     out += ["", "per scope:"] + _table(["scope", "run", "count", "p50", "p95", "mean", "total", "share",
                                         "change of mean [CI]"], rows)
-    rows = [[r["measure"], r["run"], _value(r["measure"], r["value"]), str(r["units"]), _change(r)]
-            for r in summary["kernel"]]
-    out += ["", "kernel:"] + _table(["measure", "run", "value", "units", "change [CI]"], rows)
+    rows = [[r["what"], r["run"], _value(r["measure"], r["value"]), f"{r['samples']:,} {r['samples_of']}",
+             _change(r)] for r in summary["kernel"]]
+    out += ["", "kernel:"] + _table(["measure", "run", "value", "samples", "change [CI]"], rows)
     for key, title in (("roles", "role"), ("iterations", "seq")):
         changed = [r for r in summary[key] if r.get("verdict")]
         compared = sum(1 for r in summary[key] if r.get("change") is not None)

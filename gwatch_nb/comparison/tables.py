@@ -1,137 +1,36 @@
-"""Two or more traces of a kernel compared: what changed inside it, and how sure that is.
+"""The comparison's tables: ``compare(a, b, ...)`` and the ``Comparison`` it returns.
 
-``compare(a, b, ...)`` matches scopes by name and id, instances by (scope, seq) and by warp
-role (the warp's index in its block), and compares every run with the first one. The
-change of each measure comes with a bootstrap interval (compare_stats.py says which and
-why), and a verdict in words only where that interval excludes zero. Whatever the runs do
+Scopes are matched by name and id (matching.py), instances by (scope, seq) and by warp
+role (the warp's index in its block), and every run is compared with the first one. The
+change of each measure comes with a bootstrap interval (stats.py says which and why), and a verdict in words only where that interval excludes zero. Whatever the runs do
 not share (kernels, grids, warps per block, scopes, iterations) is left out of the
 comparison and listed in ``notes``."""
 from __future__ import annotations
 
-import functools
-from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
 import pandas as pd
 
-from .analysis import warp_activity
-from .compare_stats import (LEVEL, MIN_UNITS, RESAMPLES, SEED, Change, compare_groups, compare_units, ratio_mean,
-                            verdict)
-from .trace import WARP_KEY, Trace
+from ..trace import Trace
+from .matching import listed, match_scopes, shape_notes
+from .runs import Run
+from .stats import LEVEL, MIN_UNITS, RESAMPLES, SEED, Change, compare_groups, compare_units, ratio_mean, verdict
 
 #: The tail of a launch: from when this share of its warps had exited to the last exit.
 TAIL_QUANTILE = 0.95
 CHANGE_COLUMNS = ["change", "ci_low", "ci_high", "verdict"]
 SCOPE_COLUMNS = ["scope", "run", "scope_id", "count", "p50_ns", "p95_ns", "mean_ns", "total_ns", "share",
                  "p50_change", *CHANGE_COLUMNS]
-#: Launch-level measures: (name, what it is, the word kind for verdicts).
+#: Launch-level measures: name (its value in ns where it ends in _ns) -> (what it is, the
+#: word kind for verdicts, what its samples are: the units the bootstrap resamples).
 KERNEL_MEASURES = {
-    "duration_ns": ("kernel duration per launch", "time"),
-    "sm_busy_ns": ("busy time per SM (inside outermost scopes)", "time"),
-    "tail_ns": (f"tail: from {TAIL_QUANTILE:.0%} of warps exited to the last", "time"),
-    "idle_share": ("share of warp lifetime outside any scope", "share"),
+    "duration_ns": ("kernel duration per launch", "time", "launches"),
+    "sm_busy_ns": ("busy time per SM (inside outermost scopes)", "time", "(SM, launch) pairs"),
+    "tail_ns": (f"tail: from {TAIL_QUANTILE:.0%} of warps exited to the last", "time", "launches"),
+    "idle_share": ("share of warp lifetime outside any scope", "share", "warps"),
 }
-
-
-@dataclass
-class _Run:
-    label: str
-    trace: Trace
-
-    @functools.cached_property
-    def df(self) -> pd.DataFrame:
-        return self.trace.df
-
-    @functools.cached_property
-    def activity(self) -> pd.DataFrame:
-        return warp_activity(self.trace)
-
-    @functools.cached_property
-    def warp_time_ns(self) -> int:
-        return int(self.activity["lifetime_ns"].sum())
-
-    def scope_ids(self) -> dict[int, str]:
-        return {int(s): self.trace.scope_name(s) for s in np.unique(self.df["scope_id"].to_numpy())}
-
-    @functools.cached_property
-    def warp_of_row(self) -> tuple[np.ndarray, int]:
-        """Each instance's warp (unit) index, and how many warps have instances."""
-        codes = self.df.groupby(list(WARP_KEY), observed=True, sort=False).ngroup().to_numpy()
-        return codes, int(codes.max()) + 1 if len(codes) else 0
-
-    def unit_matrix(self, by: list[str], keys: list[tuple]) -> tuple[np.ndarray, np.ndarray]:
-        """(sums, counts) of instance durations per warp × group, the groups being ``keys``
-        (values of the ``by`` columns); instances of other groups are left out."""
-        warp, warps = self.warp_of_row
-        code = np.zeros(len(self.df), np.int64)
-        for column in by:  # one integer per row for its values of ``by``, the same for the keys
-            values = self.df[column].to_numpy().astype(np.int64)
-            code = code * (1 << 31) + values
-        wanted = np.zeros(len(keys), np.int64)
-        for i in range(len(by)):
-            wanted = wanted * (1 << 31) + np.array([k[i] for k in keys], np.int64)
-        order = np.argsort(wanted)
-        position = np.searchsorted(wanted[order], code)
-        found = position < len(keys)
-        found[found] &= wanted[order][position[found]] == code[found]
-        column_of_row = order[position[found]]
-        flat = warp[found] * len(keys) + column_of_row
-        size = warps * len(keys)
-        sums = np.bincount(flat, weights=self.df["duration_ns"].to_numpy()[found], minlength=size)
-        counts = np.bincount(flat, minlength=size).astype(np.float64)
-        return sums.reshape(warps, len(keys)), counts.reshape(warps, len(keys))
-
-
-def _unnamed(scope_id: int, name: str) -> bool:
-    return name == str(scope_id)
-
-
-def match_scopes(base: dict[int, str], other: dict[int, str]) -> tuple[dict[int, int], list[str]]:
-    """Baseline scope id -> the other run's id: same id and name, else same name, else the
-    same id where one side has no name. Notes say what matched loosely."""
-    matched, notes = {}, []
-    free = dict(other)
-    for sid, name in base.items():
-        if free.get(sid) == name:
-            matched[sid] = sid
-            del free[sid]
-    by_name = {name: sid for sid, name in free.items()}
-    for sid, name in base.items():
-        if sid not in matched and name in by_name:
-            matched[sid] = by_name[name]
-            notes.append(f"scope {name!r} has id {sid} in one run and {by_name[name]} in the other: matched by name")
-            del free[by_name.pop(name)]
-    for sid, name in base.items():
-        if sid not in matched and sid in free and (_unnamed(sid, name) or _unnamed(sid, free[sid])):
-            matched[sid] = sid
-            notes.append(f"scope id {sid} is named {name!r} in one run and {free[sid]!r} in the other: matched by id")
-            del free[sid]
-    return matched, notes
-
-
-def _shape_notes(base: _Run, other: _Run) -> list[str]:
-    notes = []
-    la, lb = base.trace.launches, other.trace.launches
-    pairs = [("kernels", lambda l: sorted(set(l["kernel"]))), ("grids", lambda l: sorted(set(l["grid"]))),
-             ("blocks (threads)", lambda l: sorted(set(l["block"])))]
-    for what, of in pairs:
-        if len(la) and len(lb) and of(la) != of(lb):
-            notes.append(f"{what} differ: {base.label} {_listed(of(la))}, {other.label} {_listed(of(lb))}")
-    if len(la) != len(lb):
-        notes.append(f"launches differ: {base.label} {len(la)}, {other.label} {len(lb)}")
-    if base.trace.meta["tier"] != other.trace.meta["tier"]:
-        notes.append(f"time sources differ ({base.label}: {base.trace.meta['time_source']}; {other.label}: "
-                     f"{other.trace.meta['time_source']}): their times are not comparable")
-    for run in (base, other):
-        if run.trace.warnings:
-            kinds = ", ".join(w.kind for w in run.trace.warnings)
-            notes.append(f"{run.label} has warnings ({kinds}): its statistics cover what was recorded")
-    return notes
-
-
-def _listed(values) -> str:
-    return ", ".join(str(v) for v in values)
+KERNEL_COLUMNS = ["measure", "what", "run", "value", "samples", "samples_of", *CHANGE_COLUMNS]
 
 
 def _quantiles(durations: pd.Series) -> tuple[float, float]:
@@ -147,7 +46,7 @@ class Comparison:
 
     def __init__(self, traces: Sequence[Trace], labels: Sequence[str], resamples: int = RESAMPLES,
                  level: float = LEVEL, seed: int = SEED):
-        self.runs = [_Run(label, trace) for label, trace in zip(labels, traces)]
+        self.runs = [Run(label, trace) for label, trace in zip(labels, traces)]
         self.labels = list(labels)
         self.resamples, self.level, self.seed = resamples, level, seed
         self.notes: list[str] = []
@@ -155,14 +54,14 @@ class Comparison:
         self.matches: list[dict[int, int]] = [{sid: sid for sid in base.scope_ids()}]
         for run in self.runs[1:]:
             matched, notes = match_scopes(base.scope_ids(), run.scope_ids())
-            self.notes += _shape_notes(base, run) + notes
+            self.notes += shape_notes(base, run) + notes
             other = run.scope_ids()
             unmatched_base = [base.trace.scope_name(s) for s in base.scope_ids() if s not in matched]
             unmatched_other = [other[s] for s in other if s not in matched.values()]
             if unmatched_base:
-                self.notes.append(f"only in {base.label}, not in {run.label}: {_listed(unmatched_base)}")
+                self.notes.append(f"only in {base.label}, not in {run.label}: {listed(unmatched_base)}")
             if unmatched_other:
-                self.notes.append(f"only in {run.label}, not in {base.label}: {_listed(unmatched_other)}")
+                self.notes.append(f"only in {run.label}, not in {base.label}: {listed(unmatched_other)}")
             self.matches.append(matched)
         self.scopes = [s for s in base.scope_ids() if all(s in m for m in self.matches)]
         self.df = self._scope_table()
@@ -176,6 +75,11 @@ class Comparison:
 
     def scope_name(self, scope_id: int) -> str:
         return self.runs[0].trace.scope_name(scope_id)
+
+    def _key(self, table: str, run: int) -> str:
+        """What seeds a table's bootstrap of ``run`` against the baseline: the table and the
+        two runs' data, never their labels or the other runs beside them."""
+        return f"{table}/{self.runs[0].fingerprint}/{self.runs[run].fingerprint}"
 
     def _change(self, key: str, a, b) -> Change:
         return compare_units(key, a, b, self.resamples, self.level, self.seed)
@@ -197,7 +101,7 @@ class Comparison:
 
     def _changes(self, table: str, matrices: list[tuple[np.ndarray, np.ndarray]]) -> list[list[Change]]:
         """Per run after the baseline, the Change of every group against the baseline's."""
-        return [[]] + [compare_groups(f"{table}/{self.labels[r]}", matrices[0], matrices[r], self.resamples,
+        return [[]] + [compare_groups(self._key(table, r), matrices[0], matrices[r], self.resamples,
                                       self.level, self.seed) for r in range(1, len(self.runs))]
 
     def _scope_table(self) -> pd.DataFrame:
@@ -252,7 +156,7 @@ class Comparison:
                 rows.append(row)
         return pd.DataFrame(rows, columns=["scope", title, "run", "count", "mean_ns", *CHANGE_COLUMNS])
 
-    def _kernel_units(self, run: _Run) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    def _kernel_units(self, run: Run) -> dict[str, tuple[np.ndarray, np.ndarray]]:
         launches, activity = run.trace.launches, run.activity
         durations = launches["duration_ns"].to_numpy(np.float64) if len(launches) else np.zeros(0)
         per_sm = activity.groupby(["launch", "sm"], observed=True)["busy_ns"].sum().to_numpy(np.float64)
@@ -270,23 +174,23 @@ class Comparison:
     def _kernel_table(self) -> pd.DataFrame:
         units = [self._kernel_units(run) for run in self.runs]
         rows = []
-        for measure, (what, kind) in KERNEL_MEASURES.items():
+        for measure, (what, kind, samples_of) in KERNEL_MEASURES.items():
             base = units[0][measure]
             for r, run in enumerate(self.runs):
                 mine = units[r][measure]
                 row = {"measure": measure, "what": what, "run": run.label, "value": ratio_mean(*mine),
-                       "units": len(mine[0])}
+                       "samples": len(mine[0]), "samples_of": samples_of}
                 if r == 0:
                     row.update(self._blank())
                 else:
-                    change = self._change(f"kernel/{measure}/{run.label}", base, mine)
+                    change = self._change(self._key(f"kernel/{measure}", r), base, mine)
                     row.update(self._change_columns(change, what, r, kind))
                 rows.append(row)
         for r, run in enumerate(self.runs[1:], 1):
             if min(len(units[0]["duration_ns"][0]), len(units[r]["duration_ns"][0])) < MIN_UNITS:
                 self.notes.append(f"{run.label} vs {self.labels[0]}: fewer than {MIN_UNITS} launches in a run, so kernel "
                                   "duration and tail have no interval (trace more launches to get one)")
-        return pd.DataFrame(rows, columns=["measure", "what", "run", "value", "units", *CHANGE_COLUMNS])
+        return pd.DataFrame(rows, columns=KERNEL_COLUMNS)
 
     def _sm_table(self) -> pd.DataFrame:
         """Busy ns per SM, averaged over each run's launches; SMs not used by a run are absent."""
@@ -316,27 +220,27 @@ class Comparison:
                 "sms": records(self.sms)}
 
     def __repr__(self) -> str:
-        from .compare_text import format_text
+        from .text import format_text
         return format_text(self.to_dict())
 
     def _ipython_display_(self) -> None:
-        from .compare_widget import display_comparison
+        from .widget import display_comparison
         display_comparison(self)
 
     def widget(self, **kw):
         """The runs' timelines stacked on one time axis, zoom and pan in step (a Jupyter widget)."""
-        from .compare_widget import CompareWidget
+        from .widget import CompareWidget
         return CompareWidget(self, **kw)
 
     def charts(self):
         """The overlaid distributions and per-iteration trends, as one altair chart."""
-        from .compare_charts import dashboard
+        from .charts import dashboard
         return dashboard(self)
 
     def to_html(self, path, title: str | None = None) -> None:
         """One offline HTML file: verdicts, tables, charts and the runs' timelines on one time axis."""
-        from .compare_html import write_html
-        write_html(self, path, title)
+        from ..outputs import write_comparison
+        write_comparison(self, path, "html", title=title)
 
 
 def _ranges(values: list[int]) -> str:

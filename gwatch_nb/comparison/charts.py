@@ -1,7 +1,7 @@
 """Charts of a comparison (altair): the runs' duration distributions overlaid per scope,
 their per-iteration trends, and the change of each scope with its interval.
 
-Like charts.py, every chart is drawn from aggregates, so its embedded data stays small
+Like ../charts.py, every chart is drawn from aggregates, so its embedded data stays small
 whatever the runs' sizes."""
 from __future__ import annotations
 
@@ -11,19 +11,24 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from .analysis import seq_trend
-from .charts import HISTOGRAM_BINS, MAX_CHART_ROWS, WIDTH
+from ..analysis import seq_trend
+from ..charts import HISTOGRAM_BINS, MAX_CHART_ROWS, WIDTH
 
 if TYPE_CHECKING:
-    from .comparison import Comparison
+    from .tables import Comparison
 
 #: Run colours, the baseline first (Tableau 10, distinct from one another in print too).
 RUN_COLOURS = ["#4e79a7", "#e15759", "#59a14f", "#f28e2b", "#b07aa1", "#76b7b2", "#edc948", "#ff9da7"]
 
 
+def run_colour(index: int) -> str:
+    """The colour of the run at this index, in charts, timelines and tables alike."""
+    return RUN_COLOURS[index % len(RUN_COLOURS)]
+
+
 def _run_colour(cmp: "Comparison") -> alt.Color:
     """One colour per run, the same in every chart (a run keeps its colour when the baseline is left out)."""
-    colours = [RUN_COLOURS[i % len(RUN_COLOURS)] for i in range(len(cmp.labels))]
+    colours = [run_colour(i) for i in range(len(cmp.labels))]
     return alt.Color("run:N", scale=alt.Scale(domain=cmp.labels, range=colours), sort=cmp.labels, title="run")
 
 
@@ -108,5 +113,5 @@ def all_charts(cmp: "Comparison") -> list[tuple[str, alt.TopLevelMixin]]:
 
 def dashboard(cmp: "Comparison"):
     """The comparison charts one above the other, in a widget that draws offline (``.chart``)."""
-    from .charts import ChartsWidget
+    from ..charts import ChartsWidget
     return ChartsWidget(alt.vconcat(*(chart for _, chart in all_charts(cmp))))

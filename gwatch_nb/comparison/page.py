@@ -1,22 +1,21 @@
 """A comparison as HTML: the verdicts and tables (also shown in a notebook), and the
-one-file offline page holding them with the charts and the runs' timelines in step.
+one-file offline page holding them with the charts and the runs' timelines in step
+(written by outputs.FORMATS, like every file).
 
-Like html.py, the page carries everything inline (the compare bundle with vega, the
+Like ../html.py, the page carries everything inline (the compare bundle with vega, the
 styles, each run's data and chart specs) and requests nothing when opened."""
 from __future__ import annotations
 
 import datetime
 import html
-import os
-from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .compare_charts import RUN_COLOURS, all_charts
-from .html import _static, chart_figures, format_ns
-from .serializers import embedded_state, timeline_payload
+from ..html import _static, chart_figures, format_ns
+from ..serializers import embedded_state, timeline_payload
+from .charts import all_charts, run_colour
 
 if TYPE_CHECKING:
-    from .comparison import Comparison
+    from .tables import Comparison
 
 TIMELINE_HEIGHT = 720
 
@@ -53,9 +52,9 @@ def tables_html(cmp: "Comparison") -> str:
     parts.append(_table(["scope", "run", "count", "p50", "p95", "mean", "total", "share of warp time",
                          "change of mean [CI]"], rows))
     rows = [[html.escape(r["what"]), html.escape(str(r["run"])),
-             f"{r['value']:.1%}" if r["measure"] == "idle_share" else format_ns(r["value"]), str(r["units"]),
-             _change(r)] for _, r in cmp.kernel.iterrows()]
-    parts.append(_table(["measure", "run", "value", "units", "change [CI]"], rows))
+             f"{r['value']:.1%}" if r["measure"] == "idle_share" else format_ns(r["value"]),
+             html.escape(f"{r['samples']:,} {r['samples_of']}"), _change(r)] for _, r in cmp.kernel.iterrows()]
+    parts.append(_table(["measure", "run", "value", "samples", "change [CI]"], rows))
     return "\n".join(parts)
 
 
@@ -65,10 +64,6 @@ def _detail_table(table, column: str) -> str:
     return _table(["scope", column, "run", "count", "mean", "change [CI]"], rows)
 
 
-def run_colour(index: int) -> str:
-    return RUN_COLOURS[index % len(RUN_COLOURS)]
-
-
 def timelines_state(cmp: "Comparison", height: int = TIMELINE_HEIGHT) -> str:
     """The runs' timeline data for the page, binary columns as zlib + base64."""
     runs = [embedded_state(timeline_payload(run.trace), label=run.label, color=run_colour(i))
@@ -76,8 +71,9 @@ def timelines_state(cmp: "Comparison", height: int = TIMELINE_HEIGHT) -> str:
     return f'{{"height":{int(height)},"runs":[{",".join(runs)}]}}'
 
 
-def write_html(cmp: "Comparison", path, title: str | None = None) -> None:
-    from ._version import __version__
+def page(cmp: "Comparison", title: str | None = None) -> str:
+    """The whole offline page."""
+    from .._version import __version__
 
     title = title if title is not None else "gwatch-nb comparison: " + " vs ".join(cmp.labels)
     generated = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
@@ -91,7 +87,7 @@ def write_html(cmp: "Comparison", path, title: str | None = None) -> None:
     body.append("</div>")
     body += ["<h2>Per warp role (warp index in its block)</h2>", _detail_table(cmp.roles, "role"),
              "<h2>Per iteration (seq)</h2>", _detail_table(cmp.iterations, "seq")]
-    document = "\n".join([
+    return "\n".join([
         "<!doctype html>", '<html lang="en"><head><meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>{html.escape(title)}</title>",
@@ -99,4 +95,3 @@ def write_html(cmp: "Comparison", path, title: str | None = None) -> None:
         '</head><body><main class="gw-report">', *body, "</main>",
         f"<script>{_static('compare_report.js')}</script>", "</body></html>",
     ])
-    Path(os.fspath(path)).write_text(document, encoding="utf-8")

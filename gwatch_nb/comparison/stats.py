@@ -11,8 +11,9 @@ independent (same SM, same pipeline state, consecutive iterations), so a test tr
 262 k instances as 262 k draws finds "significant" changes in noise; a warp is the
 smallest unit that runs on its own. The bootstrap needs no distribution, gives an
 interval on the scale users read (percent), and over per-unit sums costs O(resamples ×
-units). It is seeded from the measure's name, so the same inputs give the same interval
-on every run and in every order."""
+units). It is seeded from the measure's name and a digest of the two runs' data
+(tables.py), never from their labels, so the same traces give the same interval on
+every run, under any names and beside any other runs."""
 from __future__ import annotations
 
 import zlib
@@ -74,9 +75,9 @@ def compare_groups(key: str, a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarr
     """Compare run b with run a for every group (column) of a table at once.
 
     ``a`` and ``b`` are (sums, counts) matrices of units × groups: a unit (a warp) without
-    instances of a group has 0 and 0 there. ``key`` names the table and seeds its random
-    stream: a group's interval depends on its own data and the key, never on which other
-    groups are compared beside it."""
+    instances of a group has 0 and 0 there. ``key`` names the table and the runs' data
+    and seeds its random stream: a group's interval depends on its own data and the key,
+    never on which other groups are compared beside it."""
     sums_a, counts_a = (np.asarray(x, np.float64).reshape(len(x), -1) for x in a)
     sums_b, counts_b = (np.asarray(x, np.float64).reshape(len(x), -1) for x in b)
     with np.errstate(divide="ignore", invalid="ignore"):

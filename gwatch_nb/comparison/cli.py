@@ -1,12 +1,13 @@
-"""``gwatch diff``: two or more traced runs compared, as text or JSON (registered by cli.py)."""
+"""``gwatch diff``: two or more traced runs compared, as text or JSON (registered by ../cli.py)."""
 from __future__ import annotations
 
 import argparse
 import json
 import os
 
-from .report import load_report
-from .show import SelectionError
+from ..report import load_report
+from ..show import SelectionError
+from ..terminal import write
 
 _EXAMPLES = """\
 examples:
@@ -58,8 +59,8 @@ def _runs(paths: list[str]) -> list[tuple[str, object]]:
 
 
 def run_diff(args) -> int:
-    from .comparison import compare
-    from .compare_text import format_text
+    from .tables import compare
+    from .text import format_text
 
     runs = _runs(args.files)
     if len(runs) < 2:
@@ -83,6 +84,5 @@ def run_diff(args) -> int:
         text = json.dumps({"files": args.files, **summary}, indent=1, allow_nan=False) + "\n"
     else:
         text = format_text(summary)
-    from .cli import _write  # cli.py imports this module: its writer is taken when a diff runs
-    _write(text)
+    write(text)
     return 0
