@@ -2,7 +2,9 @@
 # into .venv first (once; again when pyproject.toml changes).
 VENV ?= .venv
 PY := $(VENV)/bin/python
-# A GPU machine gets the CUDA build of torch; a CPU-only one the much smaller CPU build.
+# A GPU machine gets the CUDA build of torch; a CPU-only one asks for torch==2.13.0, which the
+# project's machines serve as the much smaller CPU build (on public PyPI that wheel is the CUDA
+# one: README's install section gives PyTorch's CPU index).
 TORCH := $(shell command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1 && echo torch || echo torch==2.13.0)
 
 .PHONY: trace test
