@@ -52,3 +52,33 @@ def session(browser):
     s = Session(browser)
     yield s
     s.context.close()
+
+
+# Which group each test belongs to, for the summary `make test` prints: the first that
+# matches its node id and keywords (a report carries both, from any worker).
+GROUPS = (("gpu", lambda path, keywords: "gpu" in keywords),
+          ("browser", lambda path, keywords: "browser" in keywords),
+          ("interpreter", lambda path, keywords: "interpreter" in path),
+          ("sass", lambda path, keywords: os.path.basename(path).startswith("test_sass")),
+          ("core", lambda path, keywords: True))
+_tally: dict[str, list] = {}  # group -> [tests, seconds, outcomes]
+
+
+def pytest_runtest_logreport(report):
+    path = report.nodeid.split("::")[0]
+    group = next(name for name, matches in GROUPS if matches(path, report.keywords))
+    tally = _tally.setdefault(group, [0, 0.0, set()])
+    tally[1] += report.duration
+    if report.when == "call" or (report.when == "setup" and not report.passed):
+        tally[0] += 1
+        tally[2].add(report.outcome)
+
+
+def pytest_terminal_summary(terminalreporter):
+    if not _tally:
+        return
+    terminalreporter.section("test groups: tests, and seconds spent in them (summed over workers)")
+    for name, _ in GROUPS:
+        if name in _tally:
+            count, seconds, outcomes = _tally[name]
+            terminalreporter.line(f"{name:12} {count:5d} tests {seconds:8.1f} s   {', '.join(sorted(outcomes))}")

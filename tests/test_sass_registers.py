@@ -124,6 +124,7 @@ def _run(first: int, end: int) -> str:
     ("UTMALDG.2D [UR8], [UR12]", "@UP3", "UR8 UR9 UR10 UR11 UR12 UR13 UP3", ""),
     ("DADD R12, R2, UR4", None, "R2 R3 UR4 UR5", "R12 R13"),
     ("STG.E desc[UR8][R2.64], RZ", None, "R2 R3 UR8 UR9", ""),
+    ("FSET.BF.GT.AND R5, R2, R3, PT", None, "R2 R3", "R5"),  # FlagGems' dropout: a compare to 1.0/0.0
 ])
 def test_forms(text, predicate, reads, writes):
     use = register_use(_instruction(text, predicate), "k")
