@@ -14,7 +14,7 @@ import pandas as pd
 import traitlets
 
 from .analysis import seq_trend, sm_activity, warp_activity
-from .serializers import scope_colours
+from .palette import BUSY, IDLE, scope_colours
 from .trace import Trace
 from .units import range_unit
 
@@ -139,7 +139,7 @@ def warp_busy_share(trace: Trace) -> alt.Chart:
                                             flush=True)),
         y=alt.Y("share:Q", stack="zero", axis=_axis("share of the warp's lifetime", format="%")),
         color=alt.Color("state:N", title=None,
-                        scale=alt.Scale(domain=["busy", "idle"], range=["#4e79a7", "#d9dde3"])),
+                        scale=alt.Scale(domain=["busy", "idle"], range=[BUSY, IDLE])),
         order=alt.Order("state:N", sort="ascending"),
         tooltip=[alt.Tooltip("rank_pct:Q", title="rank (%)", format=".1f"), alt.Tooltip("state:N"),
                  alt.Tooltip("share:Q", format=".1%")],
@@ -159,11 +159,11 @@ def all_charts(trace: Trace) -> list[tuple[str, alt.TopLevelMixin]]:
 
 
 class ChartsWidget(anywidget.AnyWidget):
-    """An altair chart drawn by the vega bundled in ``static/charts.js``, so it shows with
-    no network (altair's own notebook renderers load vega from a CDN). ``chart`` is the
-    altair object, to save or combine further."""
+    """An altair chart drawn by the vega bundled in ``static/runtime.js`` (the HTML
+    report's runtime too), so it shows with no network (altair's own notebook renderers
+    load vega from a CDN). ``chart`` is the altair object, to save or combine further."""
 
-    _esm = Path(__file__).parent / "static" / "charts.js"
+    _esm = Path(__file__).parent / "static" / "runtime.js"
     spec = traitlets.Dict().tag(sync=True)
 
     def __init__(self, chart: alt.TopLevelMixin, **kwargs):

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .compare_charts import RUN_COLOURS, all_charts
-from .html import _static, chart_figures, format_ns
+from .html import chart_figures, format_ns, runtime_script, static_text
 from .serializers import embedded_state, timeline_payload
 
 if TYPE_CHECKING:
@@ -95,8 +95,8 @@ def write_html(cmp: "Comparison", path, title: str | None = None) -> None:
         "<!doctype html>", '<html lang="en"><head><meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>{html.escape(title)}</title>",
-        f"<style>{_static('widget.css')}\n{_static('report.css')}\n{_static('compare.css')}</style>",
+        f"<style>{static_text('widget.css')}\n{static_text('report.css')}\n{static_text('compare.css')}</style>",
         '</head><body><main class="gw-report">', *body, "</main>",
-        f"<script>{_static('compare_report.js')}</script>", "</body></html>",
+        runtime_script(), "</body></html>",
     ])
     Path(os.fspath(path)).write_text(document, encoding="utf-8")

@@ -1,6 +1,6 @@
 """Self-contained HTML reports: timelines, charts, statistics and warnings in one file.
 
-The page carries everything it needs inline (the front-end bundle with vega, vega-lite
+The page carries everything it needs inline (the front-end runtime with vega, vega-lite
 and vega-embed, the styles, each trace's data and chart specs), so it opens anywhere
 with no network. Names from traces are data: they are escaped in the HTML, drawn as
 text by the timeline and the charts, and embedded JSON cannot close its script tag."""
@@ -24,12 +24,19 @@ STATIC = Path(__file__).parent / "static"
 TIMELINE_HEIGHT = 480
 
 
-def _static(name: str) -> str:
-    """A built front-end file, checked to be safe to inline in a <script> or <style> element."""
+def static_text(name: str) -> str:
+    """A built front-end file of ``static/`` (built from ``js/``), checked to be safe to
+    inline in a <script> or <style> element."""
     text = (STATIC / name).read_text(encoding="utf-8")
     if "</script" in text.lower() or "</style" in text.lower():
         raise ValueError(f"static/{name} contains a closing </script or </style tag and cannot be inlined")
     return text
+
+
+def runtime_script() -> str:
+    """The front-end runtime (static/runtime.js, the charts widget's module too) as the
+    page's module script: it mounts the page's timelines, comparisons and charts."""
+    return f'<script type="module">{static_text("runtime.js")}</script>'
 
 
 def _check_sections(title, sections) -> list[tuple[str, list[Trace]]]:
@@ -166,11 +173,11 @@ def page(title: str, sections: list[tuple[str, list[Trace]]]) -> str:
         '<html lang="en"><head><meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>{html.escape(title)}</title>",
-        f"<style>{_static('widget.css')}\n{_static('report.css')}</style>",
+        f"<style>{static_text('widget.css')}\n{static_text('report.css')}</style>",
         '</head><body><main class="gw-report">',
         *body,
         "</main>",
-        f"<script>{_static('report.js')}</script>",
+        runtime_script(),
         "</body></html>",
     ])
 

@@ -15,7 +15,7 @@ pytest.importorskip("altair", reason="HTML reports need altair (pip install alta
 
 import gwatch_nb  # noqa: E402
 from conftest import FIXTURES  # noqa: E402
-from gwatch_nb.serializers import scope_colours  # noqa: E402
+from gwatch_nb.palette import scope_colours  # noqa: E402
 
 WHEEL_NOTCH = 0.002  # timeline.ts: a pixel-mode wheel delta of d zooms by exp(d * 0.002)
 KEY_ZOOM, KEY_PAN_SHARE = 1.25, 0.2  # timeline.ts
