@@ -272,6 +272,8 @@ export class Timeline {
     this.legendItems[index].classList.toggle("gw-legend-off", !shown);
     this.legendItems[index].setAttribute("aria-pressed", String(shown));
     this.setHovered(-1);
+    // A hidden scope's instance is not drawn, so it cannot stay selected either.
+    if (!shown && this.selected >= 0 && this.data.instances.scope[this.selected] === index) this.select(-1);
     this.search();
   }
 
@@ -579,10 +581,26 @@ export class Timeline {
   }
 
   private resize(): void {
+    this.fitSearchBox();
     this.view.resize(this.timeWidth());
     this.relayout();
     this.readTheme();
     this.requestDraw();
+  }
+
+  /** Widens the search box to its whole placeholder, in the font the page gives it (known
+   *  once the widget is on the page and styled). */
+  private fitSearchBox(): void {
+    const box = this.searchBox;
+    const style = getComputedStyle(box);
+    const ctx = document.createElement("canvas").getContext("2d");
+    if (!ctx || !style.fontSize) return;
+    ctx.font = `${style.fontStyle} ${style.fontWeight} ${style.fontSize} ${style.fontFamily}`;
+    const text = Math.ceil(ctx.measureText(box.placeholder).width);
+    // Chromium sizes search boxes by their border box: then padding and border count too.
+    const chrome = style.boxSizing === "border-box"
+      ? box.offsetWidth - box.clientWidth + parseFloat(style.paddingLeft) + parseFloat(style.paddingRight) : 0;
+    box.style.minWidth = `${text + chrome + 2}px`;
   }
 
   private readTheme(): void {
