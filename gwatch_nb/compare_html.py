@@ -12,8 +12,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .compare_charts import RUN_COLOURS, all_charts
-from .html import chart_figures, format_ns, runtime_script, static_text
+from .html import chart_figures, runtime_script, static_text
 from .serializers import embedded_state, timeline_payload
+from .units import format_ns
 
 if TYPE_CHECKING:
     from .comparison import Comparison

@@ -22,6 +22,7 @@ export function jupyterChartConfig(el: HTMLElement): Record<string, unknown> | u
     axis: { domainColor: lines, gridColor: lines, tickColor: lines, labelColor: muted, titleColor: text },
     legend: { labelColor: muted, titleColor: text },
     header: { labelColor: text, titleColor: text },
+    text: { color: text }, // what a chart says in words (charts.py's cannot_show)
     view: { stroke: lines },
   };
 }
