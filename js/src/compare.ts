@@ -2,7 +2,7 @@
 // timeline's painter), one shared viewport, so zoom and pan move every run in step.
 
 import { readTheme } from "./charttheme";
-import { element } from "./dom";
+import { element, fitCanvas } from "./dom";
 import { bindWheel, pointAt, Press } from "./input";
 import { buildLanes, layoutRows, type Row } from "./lanes";
 import { AXIS_HEIGHT, GUTTER_WIDTH, Painter, type Theme } from "./painter";
@@ -65,15 +65,8 @@ class RunLane {
     const width = this.body.clientWidth;
     const height = this.body.clientHeight;
     if (width === 0 || height === 0) return;
-    const dpr = window.devicePixelRatio || 1;
-    const canvas = this.canvas;
-    if (canvas.width !== Math.round(width * dpr) || canvas.height !== Math.round(height * dpr)) {
-      canvas.width = Math.round(width * dpr);
-      canvas.height = Math.round(height * dpr);
-      canvas.style.width = `${width}px`;
-      canvas.style.height = `${height}px`;
-    }
-    const ctx = canvas.getContext("2d");
+    const dpr = fitCanvas(this.canvas, width, height);
+    const ctx = this.canvas.getContext("2d");
     if (!ctx) return;
     this.painter.draw(ctx, {
       rows: this.rows, scrollTop: this.body.scrollTop, widthPx: width, heightPx: height, dpr, view, theme,

@@ -15,3 +15,16 @@ export function showFailure(el: HTMLElement, error: unknown): void {
   message.textContent = `could not show this: ${error instanceof Error ? error.message : String(error)}`;
   el.replaceChildren(message);
 }
+
+/** Gives the canvas one backing pixel per device pixel over `width` × `height` CSS pixels
+ *  (resized only when that changes, which clears it); returns the device pixel ratio. */
+export function fitCanvas(canvas: HTMLCanvasElement, width: number, height: number): number {
+  const dpr = window.devicePixelRatio || 1;
+  if (canvas.width !== Math.round(width * dpr) || canvas.height !== Math.round(height * dpr)) {
+    canvas.width = Math.round(width * dpr);
+    canvas.height = Math.round(height * dpr);
+    canvas.style.width = `${width}px`;
+    canvas.style.height = `${height}px`;
+  }
+  return dpr;
+}

@@ -4,7 +4,7 @@ import { buildLanes, layoutRows, rowAt, shownNode, ROW_PADDING, TRACK_HEIGHT, ty
 import { firstStartingAt } from "./lod";
 import { showSites, sitesOf } from "./details";
 import { onThemeChange, readTheme } from "./charttheme";
-import { element } from "./dom";
+import { element, fitCanvas } from "./dom";
 import { bindWheel, pointAt, Press } from "./input";
 import { AXIS_HEIGHT, GUTTER_WIDTH, Painter, type Theme } from "./painter";
 import { decodePayload, type Payload, type TimelineData } from "./payload";
@@ -622,15 +622,8 @@ export class Timeline {
     if (width === 0 || height === 0) return; // not attached yet; the resize observer calls back
     if (!this.theme) this.readTheme();
     const began = performance.now();
-    const dpr = window.devicePixelRatio || 1;
-    const canvas = this.canvas;
-    if (canvas.width !== Math.round(width * dpr) || canvas.height !== Math.round(height * dpr)) {
-      canvas.width = Math.round(width * dpr);
-      canvas.height = Math.round(height * dpr);
-      canvas.style.width = `${width}px`;
-      canvas.style.height = `${height}px`;
-    }
-    const ctx = canvas.getContext("2d");
+    const dpr = fitCanvas(this.canvas, width, height);
+    const ctx = this.canvas.getContext("2d");
     if (!ctx) return;
     this.painter.draw(ctx, {
       rows: this.rows, scrollTop: this.body.scrollTop, widthPx: width, heightPx: height, dpr,
