@@ -5,6 +5,7 @@ themselves, and stays under altair's default 5,000-row limit whatever the trace'
 a two-million-instance trace charts as fast and as small as a small one."""
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 import altair as alt
@@ -14,7 +15,7 @@ import pandas as pd
 import traitlets
 
 from .analysis import seq_trend, sm_activity, warp_activity
-from .serializers import scope_colours
+from .palette import BUSY, IDLE, scope_colours
 from .trace import Trace
 from .units import range_unit
 
@@ -38,28 +39,38 @@ def _scope_colour(trace: Trace, title: str | None = "scope") -> alt.Color:
                      sort=names, title=title)
 
 
-def duration_distribution(trace: Trace) -> alt.FacetChart:
-    """A histogram of each scope's instance durations, one row per scope, each in the unit
-    that suits its own range (shown beside its name)."""
+def duration_unit(traces) -> tuple[str, float]:
+    """The one unit of a page's durations (its histograms, trends and tables), chosen from
+    the data: the range unit of the longest instance of any of its traces, so no scope
+    reads in µs beside another in ms."""
+    longest = max((float(t.df["duration_ns"].max()) for t in traces if len(t.df)), default=0.0)
+    return range_unit(longest)
+
+
+def duration_distribution(trace: Trace, unit: tuple[str, float] | None = None) -> alt.FacetChart:
+    """A histogram of each scope's instance durations, one row per scope, all in one
+    ``unit`` (``duration_unit`` of the trace unless given)."""
     df = trace.df
+    name_of_unit, scale = unit or duration_unit([trace])
     parts = []
     for name, durations in df.groupby("scope", observed=True)["duration_ns"]:
         counts, edges = np.histogram(durations.to_numpy(), bins=HISTOGRAM_BINS)
-        unit, scale = range_unit(edges[-1])
-        parts.append(pd.DataFrame({"scope": str(name), "label": f"{name} ({unit})", "start": edges[:-1] / scale,
-                                   "end": edges[1:] / scale, "count": counts}))
+        parts.append(pd.DataFrame({"scope": str(name), "start": edges[:-1] / scale, "end": edges[1:] / scale,
+                                   "count": counts}))
     hist = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(
-        {"scope": pd.Series(dtype=str), "label": pd.Series(dtype=str), "start": [], "end": [], "count": []})
+        {"scope": pd.Series(dtype=str), "start": [], "end": [], "count": []})
     base = alt.Chart(hist).mark_rect().encode(
-        x=alt.X("start:Q", axis=_axis("duration", flush=True, tickCount=6), scale=alt.Scale(zero=False, nice=False)),
+        x=alt.X("start:Q", axis=_axis(f"duration ({name_of_unit})", flush=True, tickCount=6),
+                scale=alt.Scale(zero=False, nice=False)),
         x2="end:Q",
         y=alt.Y("count:Q", axis=_axis("instances", tickCount=3)), y2=alt.datum(0),
         color=_scope_colour(trace),
-        tooltip=[alt.Tooltip("label:N", title="scope"), alt.Tooltip("start:Q", title="from", format=",.4~r"),
-                 alt.Tooltip("end:Q", title="to", format=",.4~r"), alt.Tooltip("count:Q", format=",")],
+        tooltip=[alt.Tooltip("scope:N"), alt.Tooltip("start:Q", title=f"from ({name_of_unit})", format=",.4~r"),
+                 alt.Tooltip("end:Q", title=f"to ({name_of_unit})", format=",.4~r"),
+                 alt.Tooltip("count:Q", format=",")],
     ).properties(width=WIDTH, height=70)
-    labels = list(dict.fromkeys(hist["label"]))
-    return base.facet(row=alt.Row("label:N", sort=labels, title=None,
+    names = list(dict.fromkeys(hist["scope"]))
+    return base.facet(row=alt.Row("scope:N", sort=names, title=None,
                                   header=alt.Header(labelAngle=0, labelAlign="left", labelLimit=160))
                       ).resolve_scale(x="independent", y="independent").properties(
         title="Duration of each scope's instances")
@@ -98,14 +109,15 @@ def sm_activity_over_time(trace: Trace, launch: int = 0) -> alt.Chart:
     ).properties(width=WIDTH, height=max(120, min(4 * len(per_sm), 560)), title=title)
 
 
-def iteration_trend(trace: Trace) -> alt.Chart:
-    """Median and p95 duration of each scope's nth instance in a warp (loop iteration)."""
+def iteration_trend(trace: Trace, unit: tuple[str, float] | None = None) -> alt.Chart:
+    """Median and p95 duration of each scope's nth instance in a warp (loop iteration), in
+    ``unit`` (``duration_unit`` of the trace unless given)."""
     trend = seq_trend(trace.df)
     scopes = max(trend["scope"].nunique(), 1)
     stride = int(np.ceil(trend["seq"].nunique() * scopes / MAX_CHART_ROWS)) if len(trend) else 1
     if stride > 1:  # very long loops: every stride-th iteration is plenty for a line
         trend = trend[trend["seq"] % stride == 0]
-    unit, scale = range_unit(trend["p95_ns"].max() if len(trend) else 0)
+    unit, scale = unit or duration_unit([trace])
     trend = trend.assign(scope=trend["scope"].astype(str), median=trend["p50_ns"] / scale,
                          p95=trend["p95_ns"] / scale).drop(columns=["p50_ns", "p95_ns"])
     title = "Duration per iteration (nth instance in its warp): median solid, p95 dashed"
@@ -139,31 +151,58 @@ def warp_busy_share(trace: Trace) -> alt.Chart:
                                             flush=True)),
         y=alt.Y("share:Q", stack="zero", axis=_axis("share of the warp's lifetime", format="%")),
         color=alt.Color("state:N", title=None,
-                        scale=alt.Scale(domain=["busy", "idle"], range=["#4e79a7", "#d9dde3"])),
+                        scale=alt.Scale(domain=["busy", "idle"], range=[BUSY, IDLE])),
         order=alt.Order("state:N", sort="ascending"),
         tooltip=[alt.Tooltip("rank_pct:Q", title="rank (%)", format=".1f"), alt.Tooltip("state:N"),
                  alt.Tooltip("share:Q", format=".1%")],
     ).properties(width=WIDTH, height=180, title="Each warp's busy vs idle share")
 
 
-def all_charts(trace: Trace) -> list[tuple[str, alt.TopLevelMixin]]:
-    """The summary charts with a one-line caption each."""
+#: What the interpreter tier's times cannot show, said in place of the charts they would
+#: fill with one solid block (interpreter.py: program instances run one after another on
+#: the host, each one "warp" on "SM 0", alive from its first marker to its last).
+INTERPRETER_CANNOT_SHOW = {
+    "sm": ("The interpreter runs the program instances one at a time on the host, all on one pretend SM: "
+           "it has no per-SM occupancy to show. Trace on a GPU tier (ptx or sass) to see it."),
+    "busy": ("The interpreter times a program instance from its first marker to its last, so each reads all "
+             "busy: idle time needs the GPU tiers' warp entry and exit times."),
+}
+
+
+def cannot_show(title: str, why: str) -> alt.Chart:
+    """A chart's place holding its title and why the trace cannot fill it, as text."""
+    lines = textwrap.wrap(why, 80)
+    return alt.Chart(pd.DataFrame({"line": lines, "row": range(len(lines))})).mark_text(
+        align="left", baseline="middle", fontSize=12,
+    ).encode(x=alt.value(0), y=alt.Y("row:O", axis=None), text="line:N").properties(
+        width=WIDTH, height=18 * len(lines), title=alt.TitleParams(title, anchor="start"),
+        view=alt.ViewBackground(stroke=None))
+
+
+def all_charts(trace: Trace, unit: tuple[str, float] | None = None) -> list[tuple[str, alt.TopLevelMixin]]:
+    """The summary charts with a one-line caption each, durations in ``unit`` (a page's
+    ``duration_unit``; the trace's own unless given)."""
     if not isinstance(trace, Trace):
         raise TypeError(f"charts need a gwatch_nb.Trace, got {type(trace).__name__}")
+    unit = unit or duration_unit([trace])
+    host = trace.meta["tier"] == "interpreter"
     return [
-        ("Duration distribution per scope", duration_distribution(trace)),
-        ("Per-SM activity over time", sm_activity_over_time(trace)),
-        ("Duration per iteration", iteration_trend(trace)),
-        ("Busy vs idle share per warp", warp_busy_share(trace)),
+        ("Duration distribution per scope", duration_distribution(trace, unit)),
+        ("Per-SM activity over time", cannot_show("Warps inside an outermost scope, per SM",
+                                                  INTERPRETER_CANNOT_SHOW["sm"]) if host
+         else sm_activity_over_time(trace)),
+        ("Duration per iteration", iteration_trend(trace, unit)),
+        ("Busy vs idle share per warp", cannot_show("Each warp's busy vs idle share", INTERPRETER_CANNOT_SHOW["busy"])
+         if host else warp_busy_share(trace)),
     ]
 
 
 class ChartsWidget(anywidget.AnyWidget):
-    """An altair chart drawn by the vega bundled in ``static/charts.js``, so it shows with
-    no network (altair's own notebook renderers load vega from a CDN). ``chart`` is the
-    altair object, to save or combine further."""
+    """An altair chart drawn by the vega bundled in ``static/runtime.js`` (the HTML
+    report's runtime too), so it shows with no network (altair's own notebook renderers
+    load vega from a CDN). ``chart`` is the altair object, to save or combine further."""
 
-    _esm = Path(__file__).parent / "static" / "charts.js"
+    _esm = Path(__file__).parent / "static" / "runtime.js"
     spec = traitlets.Dict().tag(sync=True)
 
     def __init__(self, chart: alt.TopLevelMixin, **kwargs):

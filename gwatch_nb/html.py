@@ -1,6 +1,6 @@
 """Self-contained HTML reports: timelines, charts, statistics and warnings in one file.
 
-The page carries everything it needs inline (the front-end bundle with vega, vega-lite
+The page carries everything it needs inline (the front-end runtime with vega, vega-lite
 and vega-embed, the styles, each trace's data and chart specs), so it opens anywhere
 with no network. Names from traces are data: they are escaped in the HTML, drawn as
 text by the timeline and the charts, and embedded JSON cannot close its script tag."""
@@ -14,22 +14,29 @@ from typing import Sequence
 from . import autotune, instrumentation_cost, overhead, site_rows
 from ._version import __version__
 from .analysis import scope_stats
-from .charts import all_charts
+from .charts import all_charts, duration_unit
 from .outputs import atomic_write
 from .serializers import embedded_state, script_json, timeline_payload
 from .trace import Trace
-from .units import format_ns
+from .units import format_scaled
 
 STATIC = Path(__file__).parent / "static"
 TIMELINE_HEIGHT = 480
 
 
-def _static(name: str) -> str:
-    """A built front-end file, checked to be safe to inline in a <script> or <style> element."""
+def static_text(name: str) -> str:
+    """A built front-end file of ``static/`` (built from ``js/``), checked to be safe to
+    inline in a <script> or <style> element."""
     text = (STATIC / name).read_text(encoding="utf-8")
     if "</script" in text.lower() or "</style" in text.lower():
         raise ValueError(f"static/{name} contains a closing </script or </style tag and cannot be inlined")
     return text
+
+
+def runtime_script() -> str:
+    """The front-end runtime (static/runtime.js, the charts widget's module too) as the
+    page's module script: it mounts the page's timelines, comparisons and charts."""
+    return f'<script type="module">{static_text("runtime.js")}</script>'
 
 
 def _check_sections(title, sections) -> list[tuple[str, list[Trace]]]:
@@ -51,14 +58,16 @@ def _check_sections(title, sections) -> list[tuple[str, list[Trace]]]:
     return checked
 
 
-def _stats_table(trace: Trace) -> str:
+def _stats_table(trace: Trace, unit: tuple[str, float]) -> str:
+    """Per scope its count and durations, all in the page's ``unit``."""
     stats = scope_stats(trace.df)
     head = "".join(f"<th>{h}</th>" for h in ("scope", "kernel", "instances", "min", "median", "mean", "p95", "max",
                                              "total"))
     rows = []
     for row in stats.itertuples():
         cells = [html.escape(str(row.scope)), html.escape(str(row.kernel)), f"{int(row.count):,}"]
-        cells += [format_ns(v) for v in (row.min_ns, row.p50_ns, row.mean_ns, row.p95_ns, row.max_ns, row.total_ns)]
+        cells += [format_scaled(v, unit[1])
+                  for v in (row.min_ns, row.p50_ns, row.mean_ns, row.p95_ns, row.max_ns, row.total_ns)]
         rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     return (f'<table class="gw-stats"><thead><tr>{head}</tr></thead>'
             f'<tbody>{"".join(rows)}</tbody></table>')
@@ -118,7 +127,7 @@ def chart_figures(charts, id_prefix: str) -> list[str]:
     return figures
 
 
-def _run(trace: Trace, section: int, run: int, runs: int) -> str:
+def _run(trace: Trace, section: int, run: int, runs: int, unit: tuple[str, float]) -> str:
     key = f"{section}-{run}"
     parts = [f'<article class="gw-run" id="run-{key}">']
     if runs > 1:
@@ -136,10 +145,10 @@ def _run(trace: Trace, section: int, run: int, runs: int) -> str:
     for launch, part in enumerate(each):
         picked = f' data-gw-launch="{launch}"' + (" hidden" if launch else "") if len(each) > 1 else ""
         parts.append(f'<div class="gw-charts"{picked}>')
-        parts += chart_figures(all_charts(part), f"gw-chart-{key}-{launch}")
+        parts += chart_figures(all_charts(part, unit), f"gw-chart-{key}-{launch}")
         parts.append("</div>")
-    parts.append("<h4>Scope statistics</h4>")
-    parts.append(_stats_table(trace))
+    parts.append(f"<h4>Scope statistics (durations in {unit[0]})</h4>")
+    parts.append(_stats_table(trace, unit))
     parts.append(_sites_table(trace))
     parts.append("</article>")
     return "\n".join(parts)
@@ -149,6 +158,7 @@ def page(title: str, sections: list[tuple[str, list[Trace]]]) -> str:
     """One self-contained HTML page: per section a heading, per trace (run) its timeline,
     charts, scope statistics and warnings."""
     checked = _check_sections(title, sections)
+    unit = duration_unit([trace for _, traces in checked for trace in traces])  # one unit for the page's durations
     generated = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     body = [f"<h1>{html.escape(title)}</h1>",
             f'<p class="gw-generated">gwatch-nb {html.escape(__version__)} · written {generated}</p>']
@@ -159,18 +169,18 @@ def page(title: str, sections: list[tuple[str, list[Trace]]]) -> str:
         body.append(f'<section class="gw-section" id="section-{index}"><h2>{html.escape(heading)}</h2>')
         if not traces:
             body.append('<p class="gw-run-facts">no runs</p>')
-        body.extend(_run(trace, index, run, len(traces)) for run, trace in enumerate(traces))
+        body.extend(_run(trace, index, run, len(traces), unit) for run, trace in enumerate(traces))
         body.append("</section>")
     return "\n".join([
         "<!doctype html>",
         '<html lang="en"><head><meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>{html.escape(title)}</title>",
-        f"<style>{_static('widget.css')}\n{_static('report.css')}</style>",
+        f"<style>{static_text('widget.css')}\n{static_text('report.css')}</style>",
         '</head><body><main class="gw-report">',
         *body,
         "</main>",
-        f"<script>{_static('report.js')}</script>",
+        runtime_script(),
         "</body></html>",
     ])
 

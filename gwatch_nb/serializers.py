@@ -14,24 +14,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from . import site_rows
+from .palette import scope_colours
 
 if TYPE_CHECKING:
     from .trace import Trace
 
 PAYLOAD_VERSION = 1
-
-#: Scope colours, in order of first appearance (Tableau 10 then Tableau 20's light tones):
-#: distinct at a glance, and the same in the timeline and the charts.
-SCOPE_COLOURS = (
-    "#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7", "#9c755f",
-    "#bab0ac", "#a0cbe8", "#ffbe7d", "#8cd17d", "#f1ce63", "#86bcb6", "#ff9d9a", "#d4a6c8", "#fabfd2",
-    "#d7b5a6", "#79706e",
-)
-
-
-def scope_colours(count: int) -> list[str]:
-    """One colour per scope name; past the palette's end colours repeat."""
-    return [SCOPE_COLOURS[i % len(SCOPE_COLOURS)] for i in range(count)]
 
 
 def binary_array(values: np.ndarray) -> dict:

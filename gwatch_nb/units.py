@@ -35,9 +35,13 @@ def format_ns(ns, ascii: bool = False) -> str:
 
 
 def format_scaled(value_ns: float, scale: float) -> str:
-    """A value of a column already given one unit: about four significant digits, integers whole."""
+    """A value of a column already given one unit: about four significant digits, integers
+    whole; a value far below the column's unit keeps its digits rather than reading 0.000."""
     value = float(value_ns) / scale
     if value.is_integer():
         return f"{int(value):,}"
-    digits = max(0, 3 - int(math.floor(math.log10(max(abs(value), 1.0)))))
+    magnitude = abs(value)
+    if magnitude < 1e-3:  # four significant digits however small
+        return f"{value:,.{3 - int(math.floor(math.log10(magnitude)))}f}"
+    digits = max(0, 3 - int(math.floor(math.log10(max(magnitude, 1.0)))))
     return f"{value:,.{digits}f}"

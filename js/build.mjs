@@ -1,7 +1,8 @@
 // Builds the front end into ../gwatch_nb/static/ (shipped in the Python package, so users
-// need no node): widget.js (anywidget ESM) + widget.css, charts.js (anywidget ESM with
-// vega/vega-lite/vega-embed inlined), report.js (the HTML export's runtime, with vega
-// inlined too) + report.css; compare_widget.js, compare_report.js + compare.css: runs compared.
+// need no node): widget.js (the timeline widget's anywidget ESM) + widget.css;
+// runtime.js, the only bundle with vega/vega-lite/vega-embed inlined: the charts widget's
+// anywidget ESM and the runtime exported pages inline (reports and comparisons) +
+// report.css; compare_widget.js + compare.css: runs compared in a notebook.
 //
 // Each output starts with a hash of the sources it came from; tests/test_widget_bundle.py
 // recomputes it, so a bundle left stale against js/ fails the test suite.
@@ -53,16 +54,12 @@ await Promise.all([
   esbuild.build({ ...common, entryPoints: [join(here, "src", "index.ts")], format: "esm",
                   outfile: join(out, "widget.js") }),
   esbuild.build({ ...common, entryPoints: [join(here, "src", "widget.css")], outfile: join(out, "widget.css") }),
-  esbuild.build({ ...common, entryPoints: [join(here, "src", "charts.ts")], format: "esm",
-                  outfile: join(out, "charts.js") }),
-  esbuild.build({ ...common, entryPoints: [join(here, "src", "report.ts")], format: "iife",
-                  outfile: join(out, "report.js") }),
+  esbuild.build({ ...common, entryPoints: [join(here, "src", "runtime.ts")], format: "esm",
+                  outfile: join(out, "runtime.js") }),
   esbuild.build({ ...common, entryPoints: [join(here, "src", "report.css")], outfile: join(out, "report.css") }),
-  // Runs compared (gwatch_nb/compare_widget.py, compare_html.py).
+  // Runs compared (gwatch_nb/comparison/widget.py, comparison/page.py).
   esbuild.build({ ...common, entryPoints: [join(here, "src", "compare_widget.ts")], format: "esm",
                   outfile: join(out, "compare_widget.js") }),
-  esbuild.build({ ...common, entryPoints: [join(here, "src", "compare_report.ts")], format: "iife",
-                  outfile: join(out, "compare_report.js") }),
   esbuild.build({ ...common, entryPoints: [join(here, "src", "compare.css")], outfile: join(out, "compare.css") }),
 ]);
 console.log(`built into ${relative(process.cwd(), out) || "."}`);

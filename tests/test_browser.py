@@ -14,7 +14,7 @@ pytest.importorskip("altair", reason="HTML reports need altair (pip install alta
 import gwatch_nb  # noqa: E402
 from conftest import FIXTURES  # noqa: E402
 from gwatch_nb.html import render_document  # noqa: E402
-from gwatch_nb.serializers import scope_colours  # noqa: E402
+from gwatch_nb.palette import scope_colours  # noqa: E402
 from gwatch_nb.trace import Trace  # noqa: E402
 from support.traces import long_loop_trace, nested_trace  # noqa: E402
 

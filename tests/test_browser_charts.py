@@ -76,9 +76,9 @@ def test_notebook_charts_take_the_jupyterlab_theme(browser):
     # The page imports the module itself; the test waits for it rather than awaiting an
     # import inside evaluate (a promise Chromium may collect while a busy machine parses 900 KB).
     files = {"/index.html": ("text/html", "<!doctype html><html><body data-jp-theme-light='false'>"
-                             "<script type='module'>import w from '/charts.js'; window.chartsWidget = w;</script>"
+                             "<script type='module'>import w from '/runtime.js'; window.chartsWidget = w;</script>"
                              "</body></html>"),
-             "/charts.js": ("text/javascript", open(f"{STATIC}/charts.js", encoding="utf-8").read())}
+             "/runtime.js": ("text/javascript", open(f"{STATIC}/runtime.js", encoding="utf-8").read())}
     context = browser.new_context(viewport={"width": 1200, "height": 900})
     blocked, errors = [], []
 

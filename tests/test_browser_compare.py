@@ -12,7 +12,7 @@ require_browser()
 import gwatch_nb  # noqa: E402
 from conftest import FIXTURES  # noqa: E402
 from gwatch_nb import compare  # noqa: E402
-from gwatch_nb.serializers import scope_colours  # noqa: E402
+from gwatch_nb.palette import scope_colours  # noqa: E402
 
 
 # The rightmost canvas column (CSS px) holding any of the colours.

@@ -12,7 +12,7 @@ sync_api, nbformat = require_lab_browser()
 
 from conftest import FIXTURES, ROOT  # noqa: E402
 import gwatch_nb  # noqa: E402
-from gwatch_nb.serializers import scope_colours  # noqa: E402
+from gwatch_nb.palette import scope_colours  # noqa: E402
 
 CELLS = [
     f"import sys\nsys.path.insert(0, {ROOT!r})\nimport gwatch_nb\n"

@@ -11,7 +11,7 @@ pytestmark = pytest.mark.browser
 sync_api, nbformat = require_lab_browser()
 
 from conftest import FIXTURES, ROOT  # noqa: E402
-from gwatch_nb.serializers import scope_colours  # noqa: E402
+from gwatch_nb.palette import scope_colours  # noqa: E402
 
 CELL = (f"import sys\nsys.path.insert(0, {ROOT!r})\nimport gwatch_nb\n"
         f"cmp = gwatch_nb.compare(gwatch_nb.load({FIXTURES + '/attention_h200.json'!r}), "

@@ -13,7 +13,7 @@ pytestmark = pytest.mark.browser
 
 sync_api, nbformat = require_lab_browser()
 
-from gwatch_nb.serializers import scope_colours  # noqa: E402
+from gwatch_nb.palette import scope_colours  # noqa: E402
 
 SCOPES = ["load_kv", "dot_qk", "softmax", "dot_pv"]
 # Every code cell's prompt holds its execution count: none is waiting or running.

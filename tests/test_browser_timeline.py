@@ -13,7 +13,7 @@ pytest.importorskip("altair", reason="HTML reports need altair (pip install alta
 
 import gwatch_nb  # noqa: E402
 from conftest import FIXTURES  # noqa: E402
-from gwatch_nb.serializers import scope_colours  # noqa: E402
+from gwatch_nb.palette import scope_colours  # noqa: E402
 
 ROW = 16  # a collapsed SM row of depth-0 slices: one track and its padding (lanes.ts)
 

@@ -15,7 +15,7 @@ pytest.importorskip("altair", reason="HTML reports need altair (pip install alta
 
 import gwatch_nb  # noqa: E402
 from conftest import FIXTURES  # noqa: E402
-from gwatch_nb.serializers import scope_colours  # noqa: E402
+from gwatch_nb.palette import scope_colours  # noqa: E402
 
 WHEEL_NOTCH = 0.002  # timeline.ts: a pixel-mode wheel delta of d zooms by exp(d * 0.002)
 KEY_ZOOM, KEY_PAN_SHARE = 1.25, 0.2  # timeline.ts
@@ -209,4 +209,127 @@ def test_shift_drag_measures_and_escape_or_a_click_clears(session, timeline):
     _act(session, timeline, lambda: page.mouse.click(elsewhere, y))
     assert timeline.get_attribute("data-ruler-ns") is None
     assert timeline.query_selector(".gw-selection").inner_text() == ""  # the click only cleared
+    session.assert_clean()
+
+
+def test_hiding_the_selected_scope_clears_the_selection(session, matmul, timeline):
+    box = timeline.query_selector(".gw-search")
+    _act(session, timeline, lambda: box.fill("dot"))
+    _act(session, timeline, lambda: box.press("Enter"))
+    assert timeline.query_selector(".gw-selection").inner_text().startswith("selected: dot · ")
+    load = timeline.query_selector(".gw-legend-item:has-text('load')")
+    _act(session, timeline, load.click)  # another scope hidden: the selection stays
+    assert timeline.query_selector(".gw-selection").inner_text().startswith("selected: dot · ")
+    dot = timeline.query_selector(".gw-legend-item:has-text('dot')")
+    _act(session, timeline, dot.click)
+    assert timeline.query_selector(".gw-selection").inner_text() == ""
+    _act(session, timeline, dot.click)  # shown again, it is not selected again
+    assert timeline.query_selector(".gw-selection").inner_text() == ""
+    session.assert_clean()
+
+
+# The widths of the search box's placeholder and of the room inside the box, in CSS px.
+PLACEHOLDER_ROOM = """box => {
+  const style = getComputedStyle(box);
+  const ctx = document.createElement('canvas').getContext('2d');
+  ctx.font = `${style.fontStyle} ${style.fontWeight} ${style.fontSize} ${style.fontFamily}`;
+  const room = box.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+  return [ctx.measureText(box.placeholder).width, room];
+}"""
+
+
+def test_the_search_box_shows_its_whole_placeholder(session, timeline):
+    text, room = session.page.evaluate(PLACEHOLDER_ROOM, timeline.query_selector(".gw-search"))
+    assert text > 100 and text <= room, (text, room)
+    session.assert_clean()
+
+
+# Pixels of the axis band (above the tick marks) that are not the background, per column
+# from `x0` to `x1` (CSS px, end excluded): what text or a label box put there.
+AXIS_INK = """([canvas, x0, x1, top, bottom]) => {
+  const dpr = canvas.width / canvas.clientWidth;
+  const ctx = canvas.getContext('2d');
+  const back = ctx.getImageData(1, 1, 1, 1).data;
+  const out = [];
+  for (let x = x0; x < x1; x++) {
+    const column = ctx.getImageData(Math.round(x * dpr), Math.round(top * dpr), 1, Math.round((bottom - top) * dpr)).data;
+    let ink = 0;
+    for (let i = 0; i < column.length; i += 4) {
+      if (column[i] !== back[0] || column[i + 1] !== back[1] || column[i + 2] !== back[2]) ink++;
+    }
+    out.push(ink);
+  }
+  return out;
+}"""
+LABEL_TOP, LABEL_BOTTOM = 2, AXIS - 7  # painter.ts: tick labels and the ruler's label sit above the tick marks
+
+
+def test_axis_labels_are_never_cut_at_the_right_edge(session, timeline):
+    # Narrowing the timeline keeps its scale: its right edge sweeps across more than a
+    # tick spacing, so some width puts a label where the edge would cut it.
+    page = session.page
+    mount = page.query_selector(".gw-timeline-mount")
+    width = mount.bounding_box()["width"]
+    canvas = timeline.query_selector("canvas")
+    for step in range(1, 33):
+        _act(session, timeline, lambda: mount.evaluate("(el, w) => { el.style.width = `${w}px`; }", width - 8 * step))
+        right = page.evaluate("c => c.clientWidth", canvas)
+        edge = page.evaluate(AXIS_INK, [canvas, right - 3, right, LABEL_TOP, LABEL_BOTTOM])
+        assert edge == [0, 0, 0], (width - 8 * step, edge)
+    session.assert_clean()
+
+
+# The columns (CSS px) where one pixel row of the canvas has the ruler's colour.
+HIGHLIGHT_COLUMNS = """([canvas, y]) => {
+  const dpr = canvas.width / canvas.clientWidth;
+  const row = canvas.getContext('2d').getImageData(0, Math.round(y * dpr), canvas.width, 1).data;
+  const out = [];
+  for (let x = 0; x < canvas.width; x++) {
+    const i = 4 * x;
+    if (row[i] === 0xd6 && row[i + 1] === 0x33 && row[i + 2] === 0x6c && !out.includes(Math.floor(x / dpr))) out.push(Math.floor(x / dpr));
+  }
+  return out;
+}"""
+
+
+# How many pixels of the ruler's colour a band of columns and rows holds.
+HIGHLIGHT_IN_ROWS = """([canvas, x0, x1, top, bottom]) => {
+  const dpr = canvas.width / canvas.clientWidth;
+  const data = canvas.getContext('2d').getImageData(Math.round(x0 * dpr), Math.round(top * dpr),
+                                                    Math.round((x1 - x0) * dpr), Math.round((bottom - top) * dpr)).data;
+  let n = 0;
+  for (let i = 0; i < data.length; i += 4) if (data[i] === 0xd6 && data[i + 1] === 0x33 && data[i + 2] === 0x6c) n++;
+  return n;
+}"""
+
+
+def test_the_ruler_label_covers_no_tick_or_tick_label(session, timeline):
+    page = session.page
+    canvas = timeline.query_selector("canvas")
+    box = canvas.bounding_box()
+    y = box["y"] + AXIS + 40
+    # A ruler 60 px wide, moved along the axis by steps smaller than a label: somewhere its
+    # label lands on a tick and its label.
+    for step in range(20):
+        x0 = box["x"] + GUTTER + 150 + 12 * step
+
+        def measure():
+            page.mouse.move(x0, y)
+            page.keyboard.down("Shift")
+            page.mouse.down()
+            page.mouse.move(x0 + 60, y, steps=3)
+            page.mouse.up()
+            page.keyboard.up("Shift")
+        _act(session, timeline, measure)
+        inside = page.evaluate(HIGHLIGHT_COLUMNS, [canvas, LABEL_TOP + 1])
+        assert inside, "the ruler has a label in the axis"
+        left, right = min(inside), max(inside)
+        assert right - left == len(inside) - 1  # one box
+        # The label is one run of colour, with no tick label sticking out beside it.
+        around = page.evaluate(AXIS_INK, [canvas, left - 3, left, LABEL_TOP, LABEL_BOTTOM]) + \
+            page.evaluate(AXIS_INK, [canvas, right + 1, right + 4, LABEL_TOP, LABEL_BOTTOM])
+        assert around == [0] * 6, (step, around)
+        # Below it the tick marks show: the label leaves the marks' rows alone.
+        marks = page.evaluate(HIGHLIGHT_IN_ROWS, [canvas, left, right + 1, AXIS - 6, AXIS - 1])
+        assert marks == 0, (step, marks)
     session.assert_clean()

@@ -126,11 +126,13 @@ def test_dashboard_and_bad_input(matmul):
 def test_units_and_ticks_suit_the_data(matmul):
     from support.traces import slow_interpreter_trace
     slow = slow_interpreter_trace()
-    (rows,) = _rows(charts.duration_distribution(slow).to_dict())
-    assert {r["label"] for r in rows} == {"load (ms)", "compute (ms)"}
+    spec = charts.duration_distribution(slow).to_dict()
+    (rows,) = _rows(spec)
+    assert {r["scope"] for r in rows} == {"load", "compute"}
+    assert spec["spec"]["encoding"]["x"]["axis"]["title"] == "duration (ms)"  # one unit for every scope
     assert max(r["end"] for r in rows) == pytest.approx(130)
-    (rows,) = _rows(charts.duration_distribution(matmul).to_dict())
-    assert {r["label"].split(" (")[1] for r in rows} <= {"ns)", "µs)"}
+    title = charts.duration_distribution(matmul).to_dict()["spec"]["encoding"]["x"]["axis"]["title"]
+    assert title in {"duration (ns)", "duration (µs)"}
     trend = charts.iteration_trend(slow).to_dict()
     assert trend["encoding"]["x"]["axis"]["tickMinStep"] == 1 and trend["encoding"]["x"]["axis"]["format"] == "d"
     assert trend["encoding"]["y"]["axis"]["title"] == "duration (ms)"
@@ -141,3 +143,24 @@ def test_units_and_ticks_suit_the_data(matmul):
         encoding = spec.get("encoding") or spec["spec"]["encoding"]
         for channel in ("x", "y"):
             assert encoding[channel]["axis"]["labelOverlap"] == "greedy"
+
+
+def _mark(spec: dict) -> str:
+    mark = (spec.get("spec") or spec)["mark"]
+    return mark["type"] if isinstance(mark, dict) else mark
+
+
+def test_interpreter_charts_say_what_host_times_cannot_show(matmul):
+    # On the interpreter every program instance is one warp on SM 0, busy from its first
+    # marker to its last: the per-SM and busy/idle charts would be solid blocks.
+    from support.traces import slow_interpreter_trace
+    built = dict(charts.all_charts(slow_interpreter_trace()))
+    for caption, key in (("Per-SM activity over time", "sm"), ("Busy vs idle share per warp", "busy")):
+        spec = built[caption].to_dict()
+        assert _mark(spec) == "text"
+        (rows,) = _rows(spec)
+        assert " ".join(r["line"] for r in rows) == charts.INTERPRETER_CANNOT_SHOW[key]
+    assert _mark(built["Duration per iteration"].to_dict()) == "line"
+    gpu = dict(charts.all_charts(matmul))
+    assert _mark(gpu["Per-SM activity over time"].to_dict()) == "rect"
+    assert _mark(gpu["Busy vs idle share per warp"].to_dict()) == "area"

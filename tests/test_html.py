@@ -16,7 +16,7 @@ import gwatch_nb  # noqa: E402
 from conftest import FIXTURES  # noqa: E402
 from gwatch_nb import serializers  # noqa: E402
 from gwatch_nb.html import render_document  # noqa: E402
-from gwatch_nb.units import format_ns  # noqa: E402
+from gwatch_nb.units import format_ns, format_scaled  # noqa: E402
 from gwatch_nb.trace import Trace  # noqa: E402
 from support.pages import Page  # noqa: E402
 
@@ -51,7 +51,7 @@ def test_sections_and_runs_in_one_self_contained_file(tmp_path, traces):
     # Four charts a run, and a set of four per launch in the run of two launches.
     assert len(page.charts) == 16 and all(c in page.json for c in page.charts)
     scripts = [attrs for tag, attrs in page.tags if tag == "script"]
-    assert sum(1 for attrs in scripts if not attrs) == 1  # the one inline runtime
+    assert scripts.count({"type": "module"}) == 1  # the one inline runtime
     # The overflowing run's warning is in the page as text.
     assert "events_dropped: events did not fit" in path.read_text(encoding="utf-8")
     state = page.json[page.timelines[2]]
@@ -131,6 +131,8 @@ def test_format_ns():
     assert [format_ns(v) for v in (755, 755.82, 12_345, 97_946, 1_234_567, 2.5e9)] == [
         "755 ns", "755.8 ns", "12.35 µs", "97.95 µs", "1.235 ms", "2.500 s"]
     assert format_ns(np.int64(36)) == "36 ns"
+    # A column's one unit: a value far below it keeps four significant digits, not 0.000.
+    assert [format_scaled(v, 1e6) for v in (4_008_000, 500_000, 20.5, 20)] == ["4.008", "0.500", "0.00002050", "0.00002000"]
 
 
 class _SiteRows(HTMLParser):
@@ -196,3 +198,40 @@ def test_a_ptx_report_has_no_sites(tmp_path, traces):
     assert "Where the readings landed" not in text and "data-site" not in text
     (timeline,) = Page(text).timelines
     assert "sites" not in Page(text).json[timeline]["payload"]
+
+
+def test_one_duration_unit_per_page(tmp_path):
+    # load_kv takes 4.008-4.458 ms, softmax up to 15 ms: each scope's own range would chart
+    # load_kv in µs beside softmax in ms, and the table would give each cell its own unit.
+    from support.traces import synthetic_trace
+    warps = []
+    for w in range(4):
+        events, t = [], 0
+        for scope, ns in ((1, 4_008_000 + 150_000 * w), (2, 9_000_000 + 2_000_000 * w)):
+            events += [(t, scope, False), (t + ns, scope, True)]
+            t += ns + 1_000
+        warps.append(((w, 0, 0), 0, 0, 0, t, events))
+    trace = synthetic_trace(warps, {1: "load_kv", 2: "softmax"}, grid=(4, 1, 1))
+    path = tmp_path / "units.html"
+    trace.to_html(path)
+    text = path.read_text(encoding="utf-8")
+    page = Page(text)
+    units = set()
+
+    def walk(node):  # every "(unit)" the charts write: axis titles, tooltips, labels
+        if isinstance(node, dict):
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+        elif isinstance(node, str):
+            units.update(u for u in ("ns", "µs", "ms", "s") if f"({u})" in node or f"({u}," in node)
+    for chart in page.charts:
+        walk(page.json[chart])
+    assert units == {"ms"}
+    assert "Scope statistics (durations in ms)" in text
+    table = text[text.index('<table class="gw-stats">'):]
+    table = table[:table.index("</table>")]
+    assert "<td>4.008</td>" in table and "<td>4.458</td>" in table  # load_kv's min and max
+    assert not any(f" {u}</td>" in table for u in ("ns", "µs", "ms", "s"))

@@ -134,7 +134,8 @@ def test_nothing_reads_the_version_from_the_package_root():
 
 
 def test_one_duration_formatter_for_text_and_html(trace, tmp_path, capsys):
-    from gwatch_nb.units import format_ns
+    from gwatch_nb.charts import duration_unit
+    from gwatch_nb.units import format_ns, format_scaled
     p50 = trace.df.groupby("scope", observed=True)["duration_ns"].median()
     trace.to_html(tmp_path / "t.html")
     page = (tmp_path / "t.html").read_text()
@@ -144,5 +145,8 @@ def test_one_duration_formatter_for_text_and_html(trace, tmp_path, capsys):
     out = capsys.readouterr().out
     longest = int(trace.df["duration_ns"].max())
     assert format_ns(longest) in out
+    # The page's durations share one unit (the range unit the terminal's scope table uses too).
+    unit, scale = duration_unit([trace])
+    assert f"Scope statistics (durations in {unit})" in page
     for value in p50:
-        assert format_ns(value) in page
+        assert f"<td>{format_scaled(value, scale)}</td>" in page

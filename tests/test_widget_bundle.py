@@ -11,7 +11,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 JS = ROOT / "js"
 STATIC = ROOT / "gwatch_nb" / "static"
-OUTPUTS = ["widget.js", "widget.css", "report.js", "report.css"]
+OUTPUTS = ["widget.js", "widget.css", "runtime.js", "report.css", "compare_widget.js", "compare.css"]
 STAMP = re.compile(r"^/\* gwatch-nb front end, built by js/build\.mjs from sources sha256:([0-9a-f]{64}) \*/")
 
 
@@ -34,6 +34,18 @@ def test_bundle_is_built_from_the_current_sources(name):
     assert stamp, f"static/{name} has no source stamp; build it with `cd js && npm ci && node build.mjs`"
     assert stamp.group(1) == source_hash(), (
         f"static/{name} is stale against js/; rebuild with `cd js && npm ci && node build.mjs`")
+
+
+def test_static_holds_only_what_the_build_writes():
+    # A bundle the build no longer writes would ship stale (and weigh on every install).
+    assert sorted(p.name for p in STATIC.iterdir()) == sorted(OUTPUTS)
+
+
+def test_the_chart_library_ships_once():
+    # vega, vega-lite and vega-embed weigh ~900 KB: only runtime.js (the charts widget's
+    # module and the exported pages' runtime) carries them.
+    carriers = [name for name in OUTPUTS if "vega-embed" in (STATIC / name).read_text(encoding="utf-8")]
+    assert carriers == ["runtime.js"]
 
 
 def test_widget_points_at_the_shipped_bundle():

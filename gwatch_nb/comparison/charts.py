@@ -13,17 +13,10 @@ import pandas as pd
 
 from ..analysis import seq_trend
 from ..charts import HISTOGRAM_BINS, MAX_CHART_ROWS, WIDTH
+from ..palette import run_colour
 
 if TYPE_CHECKING:
     from .tables import Comparison
-
-#: Run colours, the baseline first (Tableau 10, distinct from one another in print too).
-RUN_COLOURS = ["#4e79a7", "#e15759", "#59a14f", "#f28e2b", "#b07aa1", "#76b7b2", "#edc948", "#ff9da7"]
-
-
-def run_colour(index: int) -> str:
-    """The colour of the run at this index, in charts, timelines and tables alike."""
-    return RUN_COLOURS[index % len(RUN_COLOURS)]
 
 
 def _run_colour(cmp: "Comparison") -> alt.Color:

@@ -2,7 +2,7 @@
 one-file offline page holding them with the charts and the runs' timelines in step
 (written by outputs.FORMATS, like every file).
 
-Like ../html.py, the page carries everything inline (the compare bundle with vega, the
+Like ../html.py, the page carries everything inline (the report runtime with vega, the
 styles, each run's data and chart specs) and requests nothing when opened."""
 from __future__ import annotations
 
@@ -10,9 +10,11 @@ import datetime
 import html
 from typing import TYPE_CHECKING
 
-from ..html import _static, chart_figures, format_ns
+from ..html import chart_figures, runtime_script, static_text
+from ..palette import run_colour
 from ..serializers import embedded_state, timeline_payload
-from .charts import all_charts, run_colour
+from ..units import format_ns
+from .charts import all_charts
 
 if TYPE_CHECKING:
     from .tables import Comparison
@@ -91,7 +93,7 @@ def page(cmp: "Comparison", title: str | None = None) -> str:
         "<!doctype html>", '<html lang="en"><head><meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>{html.escape(title)}</title>",
-        f"<style>{_static('widget.css')}\n{_static('report.css')}\n{_static('compare.css')}</style>",
+        f"<style>{static_text('widget.css')}\n{static_text('report.css')}\n{static_text('compare.css')}</style>",
         '</head><body><main class="gw-report">', *body, "</main>",
-        f"<script>{_static('compare_report.js')}</script>", "</body></html>",
+        runtime_script(), "</body></html>",
     ])

@@ -1,7 +1,7 @@
 """A comparison as text for a terminal (``gwatch diff``, ``repr(cmp)``), from ``Comparison.to_dict``."""
 from __future__ import annotations
 
-from ..html import format_ns
+from ..units import format_ns
 
 #: Iteration and role rows printed per scope at most (the JSON holds them all).
 MAX_DETAIL_ROWS = 8

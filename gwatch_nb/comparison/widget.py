@@ -9,7 +9,7 @@ import traitlets
 
 from ..html import STATIC
 from ..serializers import timeline_payload
-from .charts import run_colour
+from ..palette import run_colour
 
 if TYPE_CHECKING:
     from .tables import Comparison

@@ -1,11 +1,14 @@
 // Several traced runs stacked on one time axis: each run its own swimlanes (drawn by the
 // timeline's painter), one shared viewport, so zoom and pan move every run in step.
 
+import { readTheme } from "./charttheme";
+import { element, fitCanvas } from "./dom";
+import { bindWheel, pointAt, Press } from "./input";
 import { buildLanes, layoutRows, type Row } from "./lanes";
 import { AXIS_HEIGHT, GUTTER_WIDTH, Painter, type Theme } from "./painter";
 import { decodePayload, type Payload, type TimelineData } from "./payload";
 import { formatTime } from "./timefmt";
-import { applyWheel, Viewport } from "./viewport";
+import { Viewport } from "./viewport";
 
 /** One run as Python sends it (gwatch_nb/compare_html.py, compare_widget.py). */
 export interface CompareRun {
@@ -14,16 +17,7 @@ export interface CompareRun {
   payload: Payload;
 }
 
-/** Pointer travel (px) below which a press is no drag. */
-const DRAG_SLOP = 3;
 const MIN_RUN_HEIGHT = 120;
-
-function element<K extends keyof HTMLElementTagNameMap>(tag: K, className: string, parent?: HTMLElement): HTMLElementTagNameMap[K] {
-  const node = document.createElement(tag);
-  node.className = className;
-  parent?.appendChild(node);
-  return node;
-}
 
 class RunLane {
   readonly data: TimelineData;
@@ -71,15 +65,8 @@ class RunLane {
     const width = this.body.clientWidth;
     const height = this.body.clientHeight;
     if (width === 0 || height === 0) return;
-    const dpr = window.devicePixelRatio || 1;
-    const canvas = this.canvas;
-    if (canvas.width !== Math.round(width * dpr) || canvas.height !== Math.round(height * dpr)) {
-      canvas.width = Math.round(width * dpr);
-      canvas.height = Math.round(height * dpr);
-      canvas.style.width = `${width}px`;
-      canvas.style.height = `${height}px`;
-    }
-    const ctx = canvas.getContext("2d");
+    const dpr = fitCanvas(this.canvas, width, height);
+    const ctx = this.canvas.getContext("2d");
     if (!ctx) return;
     this.painter.draw(ctx, {
       rows: this.rows, scrollTop: this.body.scrollTop, widthPx: width, heightPx: height, dpr, view, theme,
@@ -97,7 +84,7 @@ export class CompareTimelines {
   private readonly durationNs: number;
   private theme: Theme | null = null;
   private frameRequested = false;
-  private drag: { x: number; y: number; lastX: number; lane: RunLane; scrollTop: number; moved: boolean } | null = null;
+  private drag: { press: Press; lane: RunLane } | null = null;
 
   constructor(el: HTMLElement, runs: CompareRun[], height: number, signal: AbortSignal) {
     this.root = element("div", "gw-timeline gw-compare", el);
@@ -122,32 +109,19 @@ export class CompareTimelines {
   private bindInput(signal: AbortSignal): void {
     for (const lane of this.lanes) {
       const canvas = lane.canvas;
-      const at = (event: MouseEvent) => {
-        const box = canvas.getBoundingClientRect();
-        return { x: event.clientX - box.left, y: event.clientY - box.top };
-      };
-      canvas.addEventListener("wheel", (event) => {
-        const { x } = at(event);
-        if (x < GUTTER_WIDTH) return; // over the labels the wheel scrolls the rows
-        event.preventDefault();
-        applyWheel(this.view, event, x - GUTTER_WIDTH);
-        this.requestDraw();
-      }, { passive: false, signal });
+      bindWheel(canvas, this.view, signal, () => this.requestDraw());
       canvas.addEventListener("pointerdown", (event) => {
         if (event.button !== 0) return;
-        const { x, y } = at(event);
-        this.drag = { x, y, lastX: x, lane, scrollTop: lane.body.scrollTop, moved: false };
+        const { x, y } = pointAt(canvas, event);
+        this.drag = { press: new Press(x, y, lane.body), lane };
         canvas.setPointerCapture(event.pointerId);
       }, { signal });
       canvas.addEventListener("pointermove", (event) => {
         const drag = this.drag;
         if (!drag || drag.lane !== lane) return;
-        const { x, y } = at(event);
-        if (!drag.moved && Math.hypot(x - drag.x, y - drag.y) < DRAG_SLOP) return;
-        drag.moved = true;
-        this.view.panBy(x - drag.lastX);
-        drag.lastX = x;
-        lane.body.scrollTop = drag.scrollTop - (y - drag.y);
+        const { x, y } = pointAt(canvas, event);
+        if (!drag.press.dragsTo(x, y)) return;
+        drag.press.pan(this.view, x, y);
         this.requestDraw();
       }, { signal });
       canvas.addEventListener("pointerup", (event) => {
@@ -169,23 +143,12 @@ export class CompareTimelines {
     signal.addEventListener("abort", () => resize.disconnect());
   }
 
-  private readTheme(): Theme {
-    const style = getComputedStyle(this.root);
-    const read = (name: string, fallback: string) => style.getPropertyValue(name).trim() || fallback;
-    return {
-      background: read("--gw-background", "#ffffff"), foreground: read("--gw-foreground", "#1f2328"),
-      muted: read("--gw-muted", "#6e7781"), grid: read("--gw-grid", "#e4e7eb"),
-      lifetime: read("--gw-lifetime", "#f1f3f5"), header: read("--gw-header", "#f6f8fa"),
-      highlight: read("--gw-highlight", "#d6336c"),
-    };
-  }
-
   private requestDraw(): void {
     if (this.frameRequested) return;
     this.frameRequested = true;
     requestAnimationFrame(() => {
       this.frameRequested = false;
-      this.theme ??= this.readTheme();
+      this.theme ??= readTheme(this.root);
       for (const lane of this.lanes) lane.draw(this.view, this.theme);
       // The shared window, for tests and benchmarks: every run is drawn with it.
       this.root.dataset.startNs = this.view.startNs.toFixed(3);

@@ -53,6 +53,10 @@ export interface Frame {
 /** Slices that do not match the search are drawn at this opacity. */
 const FADED_ALPHA = 0.22;
 const RULER_ALPHA = 0.14;
+/** Axis labels keep this many pixels from one another, the canvas's edge and the ruler's label. */
+const LABEL_GAP = 4;
+/** Tick marks: this tall, at the axis's bottom; the ruler's label stays above them. */
+const TICK_HEIGHT = 6;
 
 interface CachedSlices {
   level: number;
@@ -133,8 +137,9 @@ export class Painter {
     this.drawHighlight(ctx, frame, frame.selected, 2, theme.highlight);
     ctx.restore();
     this.drawGutter(ctx, frame, visible);
-    this.drawAxis(ctx, frame);
-    this.drawRuler(ctx, frame);
+    const rulerLabel = this.rulerLabel(ctx, frame);
+    this.drawAxis(ctx, frame, rulerLabel);
+    this.drawRuler(ctx, frame, rulerLabel);
   }
 
   private x(view: Viewport, ns: number): number {
@@ -288,28 +293,43 @@ export class Painter {
     ctx.strokeRect(x0 - width / 2, y - width / 2, w + width, TRACK_HEIGHT - 1 + width);
   }
 
-  /** The ruler: a band between its two ends over the rows, its duration in the axis above it. */
-  private drawRuler(ctx: CanvasRenderingContext2D, frame: Frame): void {
+  /** The ruler's duration as text and where its label sits in the axis; null without a ruler. */
+  private rulerLabel(ctx: CanvasRenderingContext2D, frame: Frame): { text: string; left: number; right: number } | null {
     const ruler = frame.ruler;
-    if (!ruler) return;
+    if (!ruler) return null;
+    const { view, widthPx } = frame;
+    const x0 = Math.max(GUTTER_WIDTH, this.x(view, Math.min(ruler.fromNs, ruler.toNs)));
+    const x1 = Math.min(widthPx, this.x(view, Math.max(ruler.fromNs, ruler.toNs)));
+    if (x1 < x0) return null;
+    const text = formatTime(Math.abs(ruler.toNs - ruler.fromNs));
+    ctx.font = GUTTER_FONT;
+    // Whole pixels: the box's edges stay crisp.
+    const w = Math.ceil(ctx.measureText(text).width) + 8;
+    const left = Math.round(Math.min(Math.max((x0 + x1 - w) / 2, GUTTER_WIDTH), widthPx - w));
+    return { text, left, right: left + w };
+  }
+
+  /** The ruler: a band between its two ends over the rows, its duration in the axis above it
+   *  (above the tick marks; drawAxis leaves out the tick labels it would cover). */
+  private drawRuler(ctx: CanvasRenderingContext2D, frame: Frame, label: { text: string; left: number; right: number } | null): void {
+    const ruler = frame.ruler;
+    if (!ruler || !label) return;
     const { view, theme, widthPx, heightPx } = frame;
     const x0 = Math.max(GUTTER_WIDTH, this.x(view, Math.min(ruler.fromNs, ruler.toNs)));
     const x1 = Math.min(widthPx, this.x(view, Math.max(ruler.fromNs, ruler.toNs)));
-    if (x1 < x0) return;
     ctx.fillStyle = theme.highlight;
     ctx.globalAlpha = RULER_ALPHA;
     ctx.fillRect(x0, AXIS_HEIGHT, x1 - x0, heightPx - AXIS_HEIGHT);
     ctx.globalAlpha = 1;
     ctx.fillRect(x0, AXIS_HEIGHT, 1, heightPx - AXIS_HEIGHT);
     ctx.fillRect(x1 - 1, AXIS_HEIGHT, 1, heightPx - AXIS_HEIGHT);
-    const text = formatTime(Math.abs(ruler.toNs - ruler.fromNs));
     ctx.font = GUTTER_FONT;
     ctx.textBaseline = "middle";
-    const w = ctx.measureText(text).width + 8;
-    const left = Math.min(Math.max((x0 + x1 - w) / 2, GUTTER_WIDTH), widthPx - w);
-    ctx.fillRect(left, 3, w, AXIS_HEIGHT - 6);
+    const top = 2;
+    const bottom = AXIS_HEIGHT - TICK_HEIGHT - 1;
+    ctx.fillRect(label.left, top, label.right - label.left, bottom - top);
     ctx.fillStyle = theme.background;
-    ctx.fillText(text, left + 4, AXIS_HEIGHT / 2);
+    ctx.fillText(label.text, label.left + 4, (top + bottom) / 2);
   }
 
   private drawGutter(ctx: CanvasRenderingContext2D, frame: Frame, visible: Row[]): void {
@@ -339,7 +359,10 @@ export class Painter {
     ctx.fillRect(GUTTER_WIDTH - 1, AXIS_HEIGHT, 1, frame.heightPx - AXIS_HEIGHT);
   }
 
-  private drawAxis(ctx: CanvasRenderingContext2D, frame: Frame): void {
+  /** Ticks and their labels; a label sits right of its tick, or left of it where it would
+   *  run past the canvas's edge, and is left out where it would touch another label, the
+   *  row labels' gutter or the ruler's label (`avoid`). */
+  private drawAxis(ctx: CanvasRenderingContext2D, frame: Frame, avoid: { left: number; right: number } | null): void {
     const { view, theme, widthPx } = frame;
     ctx.fillStyle = theme.background;
     ctx.fillRect(0, 0, widthPx, AXIS_HEIGHT);
@@ -352,12 +375,21 @@ export class Painter {
     ctx.beginPath();
     ctx.rect(GUTTER_WIDTH, 0, widthPx - GUTTER_WIDTH, AXIS_HEIGHT);
     ctx.clip();
+    let lastRight = -Infinity;
     for (const t of ticks.values) {
       const x = Math.round(this.x(view, t));
       ctx.fillStyle = theme.muted;
-      ctx.fillRect(x, AXIS_HEIGHT - 6, 1, 6);
+      ctx.fillRect(x, AXIS_HEIGHT - TICK_HEIGHT, 1, TICK_HEIGHT);
+      const text = ticks.label(t);
+      const width = ctx.measureText(text).width;
+      let left = x + 3;
+      if (left + width > widthPx - LABEL_GAP) left = x - 3 - width;
+      const right = left + width;
+      if (left < GUTTER_WIDTH + LABEL_GAP || left < lastRight + LABEL_GAP) continue;
+      if (avoid && left < avoid.right + LABEL_GAP && right > avoid.left - LABEL_GAP) continue;
       ctx.fillStyle = theme.foreground;
-      ctx.fillText(ticks.label(t), x + 3, AXIS_HEIGHT / 2 - 2);
+      ctx.fillText(text, left, AXIS_HEIGHT / 2 - 2);
+      lastRight = right;
     }
     ctx.restore();
   }

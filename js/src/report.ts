@@ -1,8 +1,11 @@
-// The runtime of an exported HTML report (gwatch_nb/html.py): it mounts each run's
-// timeline and charts from the data embedded in the page. Everything is inline, so the
-// page works offline; nothing here requests a URL.
+// An exported page's mounting (gwatch_nb/html.py's reports, compare_html.py's comparisons):
+// each run's timeline, each comparison's runs in step, and the charts, from the data
+// embedded in the page. Everything is inline, so the page works offline; nothing here
+// requests a URL.
 
 import embed from "vega-embed";
+import { CompareTimelines, type CompareRun } from "./compare";
+import { showFailure } from "./dom";
 import { Timeline, type WidgetModel } from "./timeline";
 
 /** A widget model without a kernel: state in memory, change events to local listeners. */
@@ -54,7 +57,7 @@ function fromBase64(base64: string): Uint8Array<ArrayBuffer> {
 }
 
 /** The state with every {"$zlib_base64": …} replaced by the bytes it holds. */
-export async function restoreBuffers(value: unknown): Promise<unknown> {
+async function restoreBuffers(value: unknown): Promise<unknown> {
   if (Array.isArray(value)) return Promise.all(value.map(restoreBuffers));
   if (value === null || typeof value !== "object") return value;
   const packed = (value as Record<string, unknown>).$zlib_base64;
@@ -65,7 +68,7 @@ export async function restoreBuffers(value: unknown): Promise<unknown> {
 
 function embedded(id: string | undefined): unknown {
   const script = id ? document.getElementById(id) : null;
-  if (!script) throw new Error(`gwatch-nb: the report lacks its data block ${id}`);
+  if (!script) throw new Error(`gwatch-nb: the page lacks its data block ${id}`);
   return JSON.parse(script.textContent ?? "");
 }
 
@@ -84,30 +87,32 @@ async function mountTimeline(el: HTMLElement): Promise<void> {
   model.on("change:launch", () => showChartsOfLaunch(run, model.get("launch")));
 }
 
+async function mountComparison(el: HTMLElement): Promise<void> {
+  const state = (await restoreBuffers(embedded(el.dataset.gwCompare))) as { runs: CompareRun[]; height: number };
+  new CompareTimelines(el, state.runs, state.height, new AbortController().signal);
+}
+
 async function mountChart(el: HTMLElement): Promise<void> {
   await embed(el, embedded(el.dataset.gwChart) as object, { actions: false, renderer: "svg" });
 }
 
-function showFailure(el: HTMLElement, error: unknown): void {
-  console.error(error);
-  const message = document.createElement("p");
-  message.className = "gw-failure";
-  message.textContent = `could not show this: ${error instanceof Error ? error.message : String(error)}`;
-  el.replaceChildren(message);
-}
-
 /**
- * Mount each timeline and chart when it comes near the screen: a long report stays light.
- * Charts wait for the timelines already mounting, which then paint first.
+ * Mount each timeline, comparison and chart of the page when it comes near the screen: a
+ * long report stays light. Charts wait for the timelines already mounting, which then
+ * paint first. A page without them (a notebook importing the charts widget) gets nothing.
  */
-function mountAll(): void {
+export function mountPage(): void {
   const pending = new Map<Element, () => Promise<void>>();
   const timelines: Promise<unknown>[] = [];
-  document.querySelectorAll<HTMLElement>("[data-gw-timeline]").forEach((el) => pending.set(el, () => {
-    const mounted = mountTimeline(el);
-    timelines.push(mounted.catch(() => undefined));
-    return mounted;
-  }));
+  const mounts: [string, (el: HTMLElement) => Promise<void>][] = [
+    ["[data-gw-timeline]", mountTimeline], ["[data-gw-compare]", mountComparison]];
+  for (const [selector, mount] of mounts) {
+    document.querySelectorAll<HTMLElement>(selector).forEach((el) => pending.set(el, () => {
+      const mounted = mount(el);
+      timelines.push(mounted.catch(() => undefined));
+      return mounted;
+    }));
+  }
   document.querySelectorAll<HTMLElement>("[data-gw-chart]").forEach((el) => pending.set(el, async () => {
     await Promise.all(timelines.slice());
     await mountChart(el);
@@ -123,6 +128,3 @@ function mountAll(): void {
   }, { rootMargin: "600px 0px" });
   pending.forEach((_, el) => observer.observe(el));
 }
-
-if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", mountAll);
-else mountAll();

@@ -3,12 +3,14 @@
 import { buildLanes, layoutRows, rowAt, shownNode, ROW_PADDING, TRACK_HEIGHT, type LaneNode, type Lanes, type Row } from "./lanes";
 import { firstStartingAt } from "./lod";
 import { showSites, sitesOf } from "./details";
-import { onThemeChange } from "./charttheme";
+import { onThemeChange, readTheme } from "./charttheme";
+import { element, fitCanvas } from "./dom";
+import { bindWheel, pointAt, Press } from "./input";
 import { AXIS_HEIGHT, GUTTER_WIDTH, Painter, type Theme } from "./painter";
 import { decodePayload, type Payload, type TimelineData } from "./payload";
 import { findMatches, parseQuery } from "./search";
 import { formatExactNs, formatTime } from "./timefmt";
-import { applyWheel, Viewport } from "./viewport";
+import { Viewport } from "./viewport";
 
 /** What the timeline needs of an anywidget model (the report page supplies its own). */
 export interface WidgetModel {
@@ -19,8 +21,6 @@ export interface WidgetModel {
   off(event?: string | null, callback?: (() => void) | null): void;
 }
 
-/** Pointer travel (px) below which a press counts as a click, not a drag. */
-const CLICK_SLOP = 3;
 /** A slice this many pixels away still counts as hovered. */
 const PICK_SLOP = 3;
 /** A second press this soon and this near the first is a double-click's (Chromium's defaults). */
@@ -30,14 +30,6 @@ const DOUBLE_CLICK_PX = 4;
 const KEY_ZOOM = 1.25;
 /** A and D pan by this share of the window a press. */
 const KEY_PAN_SHARE = 0.2;
-
-
-function element<K extends keyof HTMLElementTagNameMap>(tag: K, className: string, parent?: HTMLElement): HTMLElementTagNameMap[K] {
-  const node = document.createElement(tag);
-  node.className = className;
-  parent?.appendChild(node);
-  return node;
-}
 
 export class Timeline {
   private readonly model: WidgetModel;
@@ -72,7 +64,8 @@ export class Timeline {
   private lastPress = { time: -Infinity, x: 0, y: 0 };
   private frameRequested = false;
   private frames = 0;
-  private drag: { x: number; y: number; lastX: number; scrollTop: number; moved: boolean; second: boolean; ruler: boolean } | null = null;
+  /** The press in progress: whether it is a double-click's second, whether it measures (shift). */
+  private drag: { press: Press; second: boolean; ruler: boolean } | null = null;
   /** Per scope, 1 where the legend turned it off. */
   private readonly hiddenScopes: Uint8Array;
   /** The search's matches: a flag per instance and the list in start order; null when no search. */
@@ -279,6 +272,8 @@ export class Timeline {
     this.legendItems[index].classList.toggle("gw-legend-off", !shown);
     this.legendItems[index].setAttribute("aria-pressed", String(shown));
     this.setHovered(-1);
+    // A hidden scope's instance is not drawn, so it cannot stay selected either.
+    if (!shown && this.selected >= 0 && this.data.instances.scope[this.selected] === index) this.select(-1);
     this.search();
   }
 
@@ -446,18 +441,11 @@ export class Timeline {
 
   private bindInput(signal: AbortSignal): void {
     const canvas = this.canvas;
-    const at = (event: MouseEvent) => {
-      const box = canvas.getBoundingClientRect();
-      return { x: event.clientX - box.left, y: event.clientY - box.top };
-    };
-    canvas.addEventListener("wheel", (event) => {
-      const { x } = at(event);
-      if (x < GUTTER_WIDTH) return; // over the labels the wheel scrolls the rows
-      event.preventDefault();
-      applyWheel(this.view, event, x - GUTTER_WIDTH);
+    const at = (event: MouseEvent) => pointAt(canvas, event);
+    bindWheel(canvas, this.view, signal, () => {
       this.hideTooltip();
       this.requestDraw();
-    }, { passive: false, signal });
+    });
     canvas.addEventListener("pointerdown", (event) => {
       if (event.button !== 0) return;
       const { x, y } = at(event);
@@ -465,7 +453,7 @@ export class Timeline {
       const second = event.timeStamp - last.time < DOUBLE_CLICK_MS && Math.hypot(x - last.x, y - last.y) < DOUBLE_CLICK_PX;
       this.lastPress = second ? { time: -Infinity, x, y } : { time: event.timeStamp, x, y };
       const ruler = event.shiftKey && x >= GUTTER_WIDTH;
-      this.drag = { x, y, lastX: x, scrollTop: this.body.scrollTop, moved: false, second, ruler };
+      this.drag = { press: new Press(x, y, this.body), second, ruler };
       canvas.setPointerCapture(event.pointerId);
       canvas.focus({ preventScroll: true });
     }, { signal });
@@ -477,22 +465,19 @@ export class Timeline {
         this.hover(x, y);
         return;
       }
-      if (!drag.moved && Math.hypot(x - drag.x, y - drag.y) < CLICK_SLOP) return;
-      drag.moved = true;
+      if (!drag.press.dragsTo(x, y)) return;
       this.lastPress.time = -Infinity; // a press that became a drag starts no double-click
       if (drag.ruler) {
         // Shift+drag measures: the band runs from the press to the pointer.
         const bound = (px: number) => this.view.timeAt(Math.max(0, Math.min(px - GUTTER_WIDTH, this.timeWidth())));
-        this.ruler = { fromNs: bound(drag.x), toNs: bound(x) };
+        this.ruler = { fromNs: bound(drag.press.x), toNs: bound(x) };
         this.showRuler();
         this.hideTooltip();
         this.requestDraw();
         return;
       }
       canvas.classList.add("gw-dragging");
-      this.view.panBy(x - drag.lastX);
-      drag.lastX = x;
-      this.body.scrollTop = drag.scrollTop - (y - drag.y);
+      drag.press.pan(this.view, x, y);
       this.hideTooltip();
       this.requestDraw();
     }, { signal });
@@ -502,7 +487,7 @@ export class Timeline {
       canvas.classList.remove("gw-dragging");
       if (canvas.hasPointerCapture(event.pointerId)) canvas.releasePointerCapture(event.pointerId);
       // The second click of a double-click does nothing: the double-click resets the zoom.
-      if (!drag || drag.moved || drag.second) return;
+      if (!drag || drag.press.moved || drag.second) return;
       const { x, y } = at(event);
       this.selectedBeforeClick = null;
       if (this.ruler) {
@@ -596,21 +581,30 @@ export class Timeline {
   }
 
   private resize(): void {
+    this.fitSearchBox();
     this.view.resize(this.timeWidth());
     this.relayout();
     this.readTheme();
     this.requestDraw();
   }
 
+  /** Widens the search box to its whole placeholder, in the font the page gives it (known
+   *  once the widget is on the page and styled). */
+  private fitSearchBox(): void {
+    const box = this.searchBox;
+    const style = getComputedStyle(box);
+    const ctx = document.createElement("canvas").getContext("2d");
+    if (!ctx || !style.fontSize) return;
+    ctx.font = `${style.fontStyle} ${style.fontWeight} ${style.fontSize} ${style.fontFamily}`;
+    const text = Math.ceil(ctx.measureText(box.placeholder).width);
+    // Chromium sizes search boxes by their border box: then padding and border count too.
+    const chrome = style.boxSizing === "border-box"
+      ? box.offsetWidth - box.clientWidth + parseFloat(style.paddingLeft) + parseFloat(style.paddingRight) : 0;
+    box.style.minWidth = `${text + chrome + 2}px`;
+  }
+
   private readTheme(): void {
-    const style = getComputedStyle(this.root);
-    const read = (name: string, fallback: string) => style.getPropertyValue(name).trim() || fallback;
-    this.theme = {
-      background: read("--gw-background", "#ffffff"), foreground: read("--gw-foreground", "#1f2328"),
-      muted: read("--gw-muted", "#6e7781"), grid: read("--gw-grid", "#e4e7eb"),
-      lifetime: read("--gw-lifetime", "#f1f3f5"), header: read("--gw-header", "#f6f8fa"),
-      highlight: read("--gw-highlight", "#d6336c"),
-    };
+    this.theme = readTheme(this.root);
   }
 
   private requestDraw(): void {
@@ -628,15 +622,8 @@ export class Timeline {
     if (width === 0 || height === 0) return; // not attached yet; the resize observer calls back
     if (!this.theme) this.readTheme();
     const began = performance.now();
-    const dpr = window.devicePixelRatio || 1;
-    const canvas = this.canvas;
-    if (canvas.width !== Math.round(width * dpr) || canvas.height !== Math.round(height * dpr)) {
-      canvas.width = Math.round(width * dpr);
-      canvas.height = Math.round(height * dpr);
-      canvas.style.width = `${width}px`;
-      canvas.style.height = `${height}px`;
-    }
-    const ctx = canvas.getContext("2d");
+    const dpr = fitCanvas(this.canvas, width, height);
+    const ctx = this.canvas.getContext("2d");
     if (!ctx) return;
     this.painter.draw(ctx, {
       rows: this.rows, scrollTop: this.body.scrollTop, widthPx: width, heightPx: height, dpr,

@@ -80,11 +80,3 @@ export class Viewport {
     this.startNs = Math.min(Math.max(this.startNs, lo), Math.max(hi, lo));
   }
 }
-
-/** One wheel event on a timeline: a sideways scroll pans, an up/down scroll zooms around
- *  `x` (px from the plot's left edge), in steps that suit the event's delta unit. */
-export function applyWheel(view: Viewport, event: WheelEvent, x: number): void {
-  const unit = event.deltaMode === 1 ? 0.05 : event.deltaMode === 2 ? 1 : 0.002;
-  if (Math.abs(event.deltaX) > Math.abs(event.deltaY)) view.panBy(-event.deltaX);
-  else view.zoomAt(x, Math.exp(event.deltaY * unit));
-}
