@@ -17,7 +17,8 @@ import numpy as np
 
 from .errors import ArchiveError
 from .records import WARP_DTYPE, LaunchRecords
-from .trace import TIME_SOURCES, Trace
+from .tiers import TIERS
+from .trace import Trace
 
 FORMAT_NAME = "gwatch-nb-trace"
 FORMAT_VERSION = 1
@@ -119,7 +120,7 @@ def from_document(document: Any, where: str = "archive") -> Trace:
     meta = document.get("meta", {})
     names = document.get("scope_names", {})
     launches = document.get("launches")
-    if not isinstance(meta, dict) or meta.get("tier", "ptx") not in TIME_SOURCES:
+    if not isinstance(meta, dict) or meta.get("tier", "ptx") not in TIERS:
         raise ArchiveError(f"{where}: bad metadata")
     if not isinstance(names, dict) or not all(isinstance(v, str) for v in names.values()):
         raise ArchiveError(f"{where}: bad scope names")

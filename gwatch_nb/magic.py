@@ -145,7 +145,7 @@ class GwatchMagics(Magics):
         if not result.success:
             # The shell has shown the traceback; fail this cell too (one line, no second traceback).
             error = result.error_before_exec or result.error_in_exec
-            if session.tier == "interpreter" and triton_compat.is_missing_gpu_driver(error):
+            if tiers.TIERS[session.tier].host_clock and triton_compat.is_missing_gpu_driver(error):
                 raise UsageError("there is no GPU here, so the trace ran on the interpreter tier, but the kernel "
                                  "was compiled for a GPU: set TRITON_INTERPRET=1 before triton is imported "
                                  "(os.environ['TRITON_INTERPRET'] = '1' in the first cell, after restarting the "

@@ -206,9 +206,10 @@ class Intervals:
     seq: np.ndarray          # int32: nth instance of this scope in this warp
 
 
-#: Kinds of marker problems the decoder reports. Only ``crossed`` and ``pipelined`` instances
-#: become intervals too; the other problem events never do.
-PROBLEM_KINDS = {
+#: Kinds of marker problems the decoder reports (a session's own problems are
+#: tiers.SESSION_PROBLEMS). Only ``crossed`` and ``pipelined`` instances become intervals
+#: too; the other problem events never do.
+MARKER_PROBLEMS = {
     "unclosed": "scope started but never ended before the warp exited",
     "end_without_start": "scope ended without a matching start",
     "nested_same_id": "scope started again while already open (same id nested in itself)",

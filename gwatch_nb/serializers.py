@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from . import site_rows
+from . import site_rows, tiers
 
 if TYPE_CHECKING:
     from .trace import Trace
@@ -110,7 +110,7 @@ def timeline_payload(trace: "Trace") -> dict:
             "seq": binary_array(_unsigned(df["seq"].to_numpy())),
         },
     }
-    if trace.meta["tier"] == "sass":
+    if tiers.of(trace).has_sites:
         grouped = site_rows.by_scope(site_rows.records(trace))
         payload["sites"] = {"rule": site_rows.SHARPNESS_RULE, "rows": [r for g in grouped for r in g["readings"]]}
     return payload

@@ -7,21 +7,12 @@ from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from . import launch_config
-from .records import PROBLEM_KINDS, ZERO_LENGTH_REASON, Intervals, LaunchRecords, pair_scopes, zero_length_scopes
+from . import launch_config, tiers
+from .records import MARKER_PROBLEMS, ZERO_LENGTH_REASON, Intervals, LaunchRecords, pair_scopes, zero_length_scopes
 from .timebase import ClockModel, fit_clock
 
 if TYPE_CHECKING:
     import pandas as pd
-
-#: Trace.meta["tier"] values and what their times mean.
-TIME_SOURCES = {
-    "ptx": "GPU: SM clock cycles, mapped per warp to %globaltimer nanoseconds",
-    "sass": "GPU: SM clock cycles read by probes in the compiled kernel (after ptxas), each just before the "
-            "instruction its site names, mapped per warp to %globaltimer nanoseconds",
-    "interpreter": "interpreter host time (TRITON_INTERPRET=1): host nanoseconds per program instance, "
-                   "not GPU time",
-}
 
 #: The columns that name one warp, in Trace.df, Trace.warps and every view of them.
 WARP_KEY = ("launch", "block_x", "block_y", "block_z", "warp")
@@ -101,12 +92,12 @@ class Trace:
                  meta: Mapping | None = None):
         self.meta = dict(meta or {})
         self.meta.setdefault("tier", "ptx")
-        if self.meta["tier"] not in TIME_SOURCES:
+        if self.meta["tier"] not in tiers.TIERS:
             raise ValueError(f"unknown tier {self.meta['tier']!r}")
-        self.meta["time_source"] = TIME_SOURCES[self.meta["tier"]]
+        tier = tiers.of(self)
+        self.meta["time_source"] = tier.time_source
         self.scope_names = {int(k): str(v) for k, v in (scope_names or {}).items()}
-        cycles_are_ns = self.meta["tier"] == "interpreter"
-        self._launches = [_decode(r, cycles_are_ns) for r in launches]
+        self._launches = [_decode(r, cycles_are_ns=tier.host_clock) for r in launches]
         self.warnings = self._collect_warnings()
 
     # ------------------------------------------------------------ raw material
@@ -278,7 +269,7 @@ class Trace:
                 if kind in _SCHEDULE_PROPERTIES.get(launch.records.info.get("tier", self.meta["tier"]), ()):
                     continue
                 if len(rows):
-                    add(kind, PROBLEM_KINDS[kind], len(rows), index, launch, np.unique(rows))
+                    add(kind, MARKER_PROBLEMS[kind], len(rows), index, launch, np.unique(rows))
             stuck = np.flatnonzero(w["gt_exit"] == 0)
             if len(stuck):
                 add("warp_not_exited", "warps never reached their exit (no exit time, events not counted)",

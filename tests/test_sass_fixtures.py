@@ -10,7 +10,7 @@ import pytest
 import gwatch_nb
 from gwatch_nb.cli import main
 from gwatch_nb.report import Report, Section, load_report
-from gwatch_nb.trace import TIME_SOURCES
+from gwatch_nb.tiers import TIERS
 
 FIXTURES = ["attention_sass_h200.json", "attention_sass_auto_h200.json"]
 #: The example attention's markers (examples/attention.py).
@@ -31,7 +31,7 @@ def _trips(trace) -> int:
 
 
 def test_the_tier_and_its_time_source_are_named(trace):
-    assert trace.meta["tier"] == "sass" and trace.meta["time_source"] == TIME_SOURCES["sass"]
+    assert trace.meta["tier"] == "sass" and trace.meta["time_source"] == TIERS["sass"].time_source
     assert "compiled kernel (after ptxas)" in trace.meta["time_source"]
 
 
@@ -85,7 +85,7 @@ def test_a_report_archive_keeps_them_and_gwatch_show_reads_them(trace, tmp_path,
     assert main(["show", str(path), "--sites", "--json"]) == 0
     (run,) = json.loads(capsys.readouterr().out)["runs"]
     assert sum(len(s["readings"]) for s in run["sites"]["scopes"]) == len(trace.sites)
-    assert run["header"]["tier"] == "sass" and run["header"]["time_source"] == TIME_SOURCES["sass"]
+    assert run["header"]["tier"] == "sass" and run["header"]["time_source"] == TIERS["sass"].time_source
 
 
 def test_perfetto_carries_every_instance_and_names_the_tier(trace, tmp_path):
@@ -102,4 +102,4 @@ def test_perfetto_carries_every_instance_and_names_the_tier(trace, tmp_path):
     assert shown.name.value_counts().sort_index().to_dict() == \
         trace.df["scope"].astype(str).value_counts().sort_index().to_dict()
     (run,) = document["metadata"]["gwatch-nb"]["runs"]
-    assert run["tier"] == "sass" and run["time_source"] == TIME_SOURCES["sass"]
+    assert run["tier"] == "sass" and run["time_source"] == TIERS["sass"].time_source

@@ -164,7 +164,7 @@ def test_the_section_list_drives_the_flags_and_the_output(fixture_path, capsys):
     (run,) = json.loads(capsys.readouterr().out)["runs"]
     # A ptx trace: every default section but those of the sass tier.
     assert [k for k in run if k not in ("section", "section_title", "run", "header")] == \
-        [s.name for s in SECTIONS if s.default and s.tiers is None]
+        [s.name for s in SECTIONS if s.default and not s.sites_only]
     assert main(["show", path, "--bubbles", "--json"]) == 0
     (run,) = json.loads(capsys.readouterr().out)["runs"]
     assert "pipeline" in run and "stats" not in run
