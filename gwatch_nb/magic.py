@@ -25,7 +25,8 @@ from IPython.core.magic import Magics, cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 from IPython.display import display
 
-from . import api, autotune, overhead, tiers, triton_compat
+from . import api, tiers, triton_compat
+from .notes import notes
 from .errors import GwatchError, NoMatchingKernelError, OptionError, TraceFailedError
 from .options import TraceOptions, tier_choices
 from .scopes import chosen_scopes
@@ -170,7 +171,7 @@ class GwatchMagics(Magics):
         print(f"gwatch: {len(launches)} launch(es) of {', '.join(sorted(set(launches.kernel)))}, "
               f"{int(launches.scope_instances.sum()):,} scope instances on {int(launches.warps.sum()):,} warps "
               f"({trace.meta['time_source']})")
-        for line in autotune.summaries(trace.meta) + [overhead.summary(trace.overhead)]:
+        for line in notes(trace):
             print(f"gwatch: {line}")
         for warning in trace.warnings:
             print(in_flags(f"gwatch warning: {warning}"))

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from . import site_rows, tiers
+from .notes import notes
 
 if TYPE_CHECKING:
     from .trace import Trace
@@ -90,7 +91,7 @@ def timeline_payload(trace: "Trace") -> dict:
         "launches": launch_info,
         "scopes": {"names": names, "colors": scope_colours(len(names))},
         "warnings": [str(w) for w in trace.warnings],
-        "notes": _notes(trace),
+        "notes": notes(trace),
         "warps": {
             "launch": binary_array(_unsigned(warps["launch"])),
             "sm": binary_array(_unsigned(warps["sm"])),
@@ -141,10 +142,3 @@ def script_json(value) -> str:
 def embedded_state(payload: dict, **traits) -> str:
     """A widget state (the payload and other traits) for an HTML page, binary arrays as zlib + base64."""
     return script_json({"payload": _pack_buffers(payload), **traits})
-
-
-def _notes(trace) -> list[str]:
-    """The header lines every view shows besides warnings: autotuning, tracing cost."""
-    from .autotune import summaries
-    from .overhead import summary
-    return summaries(trace.meta) + [summary(trace.overhead)]

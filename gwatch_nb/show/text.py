@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import overhead, site_rows
+from .. import site_rows
 from ..tiers import TIERS
 from ..units import format_ns, format_scaled, range_unit
 from .raster import ABSENT, IDLE
@@ -79,7 +79,7 @@ def header(h: dict, style: Style, width: int) -> list[str]:
             else:
                 parts.append(f"{key} {value if not isinstance(value, list) else ','.join(map(str, value))}")
         lines.append(f"selected: {', '.join(parts)}{dot}{h['selected_instances']:,} instances")
-    lines += h["instrumentation"] + h["autotune"] + [overhead.summary(h["overhead"])]
+    lines += h["notes"]
     lines.append("warnings: none" if not h["warnings"] else "warnings:")
     lines += [f"  ! {w}" for w in h["warnings"]]
     return lines
