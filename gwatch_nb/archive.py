@@ -164,11 +164,14 @@ def _launch_records(item: Any, where: str) -> LaunchRecords:
     warps = np.zeros(count, WARP_DTYPE)
     for name, values in decoded.items():
         warps[name] = values
-    delta = decode_column(events.get("cycle_delta"), f"{where} events.cycle_delta").astype(np.int64)
-    tags = decode_column(events.get("tag"), f"{where} events.tag").astype(np.uint32)
+    delta = decode_column(events.get("cycle_delta"), f"{where} events.cycle_delta")
+    tags = decode_column(events.get("tag"), f"{where} events.tag").astype(np.uint32, copy=False)
     n_events = warps["n_events"].astype(np.int64)
     if int(n_events.sum()) != len(delta) or len(delta) != len(tags):
         raise ArchiveError(f"{where}: event columns do not match the warps' event counts")
-    cycles = delta + np.repeat(warps["ck_entry"].astype(np.int64), n_events)
+    # Built in place in its final int64: each temporary of a million events is paid for in
+    # fresh pages, which is most of what loading costs.
+    cycles = np.repeat(warps["ck_entry"].astype(np.int64), n_events)
+    np.add(cycles, delta, out=cycles, casting="unsafe")
     return LaunchRecords(kernel, _triple(item.get("grid"), f"{where} grid"),
                          _triple(item.get("block"), f"{where} block"), capacity, warps, cycles, tags, info)

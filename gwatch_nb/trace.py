@@ -56,7 +56,15 @@ class _Launch:
 
     def ns(self, cycles: np.ndarray, warp_row: np.ndarray) -> np.ndarray:
         """Integer ns since the launch's first warp entered."""
-        return np.rint(self.clock.to_ns(cycles, warp_row) - self.t0).astype(np.int64)
+        return self.ns_many([cycles], warp_row)[0]
+
+    def ns_many(self, cycles: list[np.ndarray], warp_row: np.ndarray) -> list[np.ndarray]:
+        """``ns`` of several arrays read by the same warps (in place: see ClockModel.to_ns_many)."""
+        out = []
+        for ns in self.clock.to_ns_many(cycles, warp_row):
+            ns -= self.t0
+            out.append(np.rint(ns, out=ns).astype(np.int64))
+        return out
 
     @property
     def t0_ns(self) -> int:
@@ -132,7 +140,7 @@ class Trace:
             np.full(len(p["launch"]), kernels.index(l.records.kernel), np.int8)
             for p, l in zip(parts, self._launches)]) if parts else np.zeros(0, np.int8)
         scope_ids = columns["scope_id"]
-        known = np.unique(scope_ids)
+        known = np.flatnonzero(np.bincount(scope_ids))  # the ids present, in order (ids are small)
         names = [self.scope_name(s) for s in known]
         categories = list(dict.fromkeys(names))
         lookup = np.zeros(int(known.max()) + 1 if len(known) else 1, np.int16)
@@ -164,7 +172,7 @@ class Trace:
         the gather: it is thousands of rows, the instances millions)."""
         iv, warps = launch.intervals, launch.records.warps
         rows = iv.warp_row
-        start, end = launch.ns(iv.start_cycle, rows), launch.ns(iv.end_cycle, rows)
+        start, end = launch.ns_many([iv.start_cycle, iv.end_cycle], rows)
         return {
             "launch": np.full(len(rows), index, np.int64),
             **{k: warps[k].astype(np.int64)[rows] for k in ("block_x", "block_y", "block_z", "warp", "sm")},
