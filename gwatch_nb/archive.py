@@ -130,11 +130,31 @@ def from_document(document: Any, where: str = "archive") -> Trace:
         raise ArchiveError(f"{where}: scope names must be keyed by integer ids") from None
     if not isinstance(launches, list):
         raise ArchiveError(f"{where}: no launches list")
+    if len(set(scope_names.values())) < len(scope_names):
+        scope_names = _distinct_names(scope_names, meta)
+        if isinstance(meta.get("scope_names"), dict):  # the session's own list of the automatic scopes
+            meta = {**meta, "scope_names": {k: scope_names.get(int(k), v) if str(k).isdigit() else v
+                                            for k, v in meta["scope_names"].items()}}
     records = [_launch_records(item, f"{where}: launch {i}") for i, item in enumerate(launches)]
     try:
         return Trace(records, scope_names, meta)
     except (ValueError, IndexError, TypeError) as error:
         raise ArchiveError(f"{where}: inconsistent records ({error})") from None
+
+
+def _distinct_names(scope_names: dict[int, str], meta: dict) -> dict[int, str]:
+    """An archive written before names were unique may give several automatic scopes one name:
+    they are told apart as the sass tier now names them, by the instruction of each one's site
+    (meta["sites"]). The names the user gave the markers' scopes are left as they are."""
+    from .sass.waits import distinct_names
+    sites = meta.get("sites") if isinstance(meta.get("sites"), dict) else {}
+    instruction_of = {}
+    for scope, origin, instruction in zip(sites.get("scope") or [], sites.get("origin") or [],
+                                          sites.get("instruction") or []):
+        if origin != "marker" and isinstance(scope, int) and scope in scope_names:
+            instruction_of.setdefault(scope, instruction)
+    automatic = {scope: scope_names[scope] for scope in instruction_of}
+    return {**scope_names, **distinct_names(automatic, instruction_of)}
 
 
 def _triple(value: Any, where: str) -> tuple[int, int, int]:
