@@ -123,11 +123,12 @@ def start(options: TraceOptions) -> tiers.TracingSession:
     """Begin tracing (the first half of do_trace): the tier ("auto" decided here) opens
     its session; raises before anything runs if tracing cannot work."""
     tier = tiers.resolve(options.tier)
-    if options.auto and tier != "sass":
+    if options.auto and not tiers.TIERS[tier].has_sites:
         raise OptionError("auto", True, f"needs instrumentation_tier='sass', which this machine cannot trace on "
                                         f"(instrumentation_tier='auto' chose {tier!r}: the sass tier needs an sm_90 GPU)")
     # "auto" on an sm_90 GPU: the sass tier, and per kernel the ptx tier where the sass tier cannot trace it soundly.
-    options = dataclasses.replace(options, tier=tier, fallback=options.tier == "auto" and tier == "sass")
+    fallback = options.tier == "auto" and tiers.TIERS[tier].falls_back
+    options = dataclasses.replace(options, tier=tier, fallback=fallback)
     session = tiers.open_session(options)
     session.start()
     return session

@@ -17,7 +17,8 @@ import numpy as np
 
 from .errors import ArchiveError
 from .records import WARP_DTYPE, LaunchRecords
-from .trace import TIME_SOURCES, Trace
+from .tiers import TIERS
+from .trace import Trace
 
 FORMAT_NAME = "gwatch-nb-trace"
 FORMAT_VERSION = 1
@@ -119,7 +120,7 @@ def from_document(document: Any, where: str = "archive") -> Trace:
     meta = document.get("meta", {})
     names = document.get("scope_names", {})
     launches = document.get("launches")
-    if not isinstance(meta, dict) or meta.get("tier", "ptx") not in TIME_SOURCES:
+    if not isinstance(meta, dict) or meta.get("tier", "ptx") not in TIERS:
         raise ArchiveError(f"{where}: bad metadata")
     if not isinstance(names, dict) or not all(isinstance(v, str) for v in names.values()):
         raise ArchiveError(f"{where}: bad scope names")
@@ -129,11 +130,31 @@ def from_document(document: Any, where: str = "archive") -> Trace:
         raise ArchiveError(f"{where}: scope names must be keyed by integer ids") from None
     if not isinstance(launches, list):
         raise ArchiveError(f"{where}: no launches list")
+    if len(set(scope_names.values())) < len(scope_names):
+        scope_names = _distinct_names(scope_names, meta)
+        if isinstance(meta.get("scope_names"), dict):  # the session's own list of the automatic scopes
+            meta = {**meta, "scope_names": {k: scope_names.get(int(k), v) if str(k).isdigit() else v
+                                            for k, v in meta["scope_names"].items()}}
     records = [_launch_records(item, f"{where}: launch {i}") for i, item in enumerate(launches)]
     try:
         return Trace(records, scope_names, meta)
     except (ValueError, IndexError, TypeError) as error:
         raise ArchiveError(f"{where}: inconsistent records ({error})") from None
+
+
+def _distinct_names(scope_names: dict[int, str], meta: dict) -> dict[int, str]:
+    """An archive written before names were unique may give several automatic scopes one name:
+    they are told apart as the sass tier now names them, by the instruction of each one's site
+    (meta["sites"]). The names the user gave the markers' scopes are left as they are."""
+    from .sass.waits import distinct_names
+    sites = meta.get("sites") if isinstance(meta.get("sites"), dict) else {}
+    instruction_of = {}
+    for scope, origin, instruction in zip(sites.get("scope") or [], sites.get("origin") or [],
+                                          sites.get("instruction") or []):
+        if origin != "marker" and isinstance(scope, int) and scope in scope_names:
+            instruction_of.setdefault(scope, instruction)
+    automatic = {scope: scope_names[scope] for scope in instruction_of}
+    return {**scope_names, **distinct_names(automatic, instruction_of)}
 
 
 def _triple(value: Any, where: str) -> tuple[int, int, int]:
@@ -163,11 +184,14 @@ def _launch_records(item: Any, where: str) -> LaunchRecords:
     warps = np.zeros(count, WARP_DTYPE)
     for name, values in decoded.items():
         warps[name] = values
-    delta = decode_column(events.get("cycle_delta"), f"{where} events.cycle_delta").astype(np.int64)
-    tags = decode_column(events.get("tag"), f"{where} events.tag").astype(np.uint32)
+    delta = decode_column(events.get("cycle_delta"), f"{where} events.cycle_delta")
+    tags = decode_column(events.get("tag"), f"{where} events.tag").astype(np.uint32, copy=False)
     n_events = warps["n_events"].astype(np.int64)
     if int(n_events.sum()) != len(delta) or len(delta) != len(tags):
         raise ArchiveError(f"{where}: event columns do not match the warps' event counts")
-    cycles = delta + np.repeat(warps["ck_entry"].astype(np.int64), n_events)
+    # Built in place in its final int64: each temporary of a million events is paid for in
+    # fresh pages, which is most of what loading costs.
+    cycles = np.repeat(warps["ck_entry"].astype(np.int64), n_events)
+    np.add(cycles, delta, out=cycles, casting="unsafe")
     return LaunchRecords(kernel, _triple(item.get("grid"), f"{where} grid"),
                          _triple(item.get("block"), f"{where} block"), capacity, warps, cycles, tags, info)

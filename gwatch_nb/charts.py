@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 import traitlets
 
+from . import tiers
 from .analysis import seq_trend, sm_activity, warp_activity
 from .palette import BUSY, IDLE, scope_colours
 from .trace import Trace
@@ -91,7 +92,7 @@ def sm_activity_over_time(trace: Trace, launch: int = 0) -> alt.Chart:
               .agg(lambda w: np.round(w.to_numpy(), 2).tolist()).reset_index())
     unit, scale = range_unit(step_ns * SM_TIME_BINS)
     step = step_ns / scale
-    host_time = ", interpreter host time" if trace.meta["tier"] == "interpreter" else ""
+    host_time = ", interpreter host time" if tiers.of(trace).host_clock else ""
     title = "Warps inside an outermost scope, per SM"
     if len(trace.records) > 1:
         title += f" (launch {launch} of {len(trace.records)})"

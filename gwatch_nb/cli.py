@@ -15,6 +15,7 @@ from ._version import __version__
 from .comparison.cli import add_diff_command
 from .errors import ArchiveError
 from .outputs import format_of, supported
+from .tiers import TIERS
 from .report import Report, Section, load_report
 from .show import (SECTIONS, VIEWS, Selection, SelectionError, format_text, parse_block, parse_numbers,
                    parse_threads, parse_ticks, parse_time, summarize)
@@ -49,7 +50,8 @@ sections shown when none is given:
   {defaults}.
 Times are on each launch's own axis, from its start; a bare number is in
 microseconds for --from/--to, in ns (timer ticks) for G-Watch's --stime/--etime.
-""".format(defaults=", ".join(s.flags[0] + (f" (on {'/'.join(s.tiers)}-tier traces)" if s.tiers else "")
+""".format(defaults=", ".join(s.flags[0] + (f" (on {'/'.join(t.name for t in TIERS.values() if t.has_sites)}-tier traces)"
+                                                if s.sites_only else "")
                                for s in SECTIONS if s.default))
 
 

@@ -28,7 +28,7 @@ class NoMatchingKernelError(GwatchError):
 class TraceFailedError(GwatchError):
     """Matching launches could not be traced (graph capture, PTX not found, ptxas or JIT failure).
 
-    ``kind`` names the step that failed (a key of ``tiers.PROBLEM_KINDS``); ``reason``, the
+    ``kind`` names the step that failed (a key of ``tiers.SESSION_PROBLEMS``); ``reason``, the
     cause alone, without the kernel's name and what became of the launch."""
 
     def __init__(self, message: str, kind: str = "trace_failed", reason: str = ""):

@@ -11,10 +11,11 @@ import html
 from pathlib import Path
 from typing import Sequence
 
-from . import autotune, instrumentation_cost, overhead, site_rows
+from . import site_rows
 from ._version import __version__
 from .analysis import scope_stats
 from .charts import all_charts, duration_unit
+from .notes import notes
 from .outputs import atomic_write
 from .serializers import embedded_state, script_json, timeline_payload
 from .trace import Trace
@@ -110,9 +111,8 @@ def _run_facts(trace: Trace) -> str:
         facts.append(f"only scopes {', '.join(map(str, trace.meta['scopes_traced']))} traced")
     if trace.meta.get("created"):
         facts.append(f"recorded {trace.meta['created']}")
-    facts += instrumentation_cost.summaries(trace.meta)
     facts += [f"config {c}" for c in dict.fromkeys(launches["config"]) if c] if len(launches) else []
-    facts += autotune.summaries(trace.meta) + [overhead.summary(trace.overhead)]
+    facts += notes(trace)
     return " · ".join(html.escape(f) for f in facts)
 
 

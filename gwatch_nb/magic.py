@@ -25,7 +25,8 @@ from IPython.core.magic import Magics, cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 from IPython.display import display
 
-from . import api, autotune, overhead, tiers, triton_compat
+from . import api, tiers, triton_compat
+from .notes import notes
 from .errors import GwatchError, NoMatchingKernelError, OptionError, TraceFailedError
 from .options import TraceOptions, tier_choices
 from .scopes import chosen_scopes
@@ -145,7 +146,7 @@ class GwatchMagics(Magics):
         if not result.success:
             # The shell has shown the traceback; fail this cell too (one line, no second traceback).
             error = result.error_before_exec or result.error_in_exec
-            if session.tier == "interpreter" and triton_compat.is_missing_gpu_driver(error):
+            if tiers.TIERS[session.tier].host_clock and triton_compat.is_missing_gpu_driver(error):
                 raise UsageError("there is no GPU here, so the trace ran on the interpreter tier, but the kernel "
                                  "was compiled for a GPU: set TRITON_INTERPRET=1 before triton is imported "
                                  "(os.environ['TRITON_INTERPRET'] = '1' in the first cell, after restarting the "
@@ -170,7 +171,7 @@ class GwatchMagics(Magics):
         print(f"gwatch: {len(launches)} launch(es) of {', '.join(sorted(set(launches.kernel)))}, "
               f"{int(launches.scope_instances.sum()):,} scope instances on {int(launches.warps.sum()):,} warps "
               f"({trace.meta['time_source']})")
-        for line in autotune.summaries(trace.meta) + [overhead.summary(trace.overhead)]:
+        for line in notes(trace):
             print(f"gwatch: {line}")
         for warning in trace.warnings:
             print(in_flags(f"gwatch warning: {warning}"))

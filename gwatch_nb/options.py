@@ -20,6 +20,12 @@ def tier_choices() -> tuple[str, ...]:
     return ("auto", *TIERS)
 
 
+def _tier(name: str):
+    """The record of tier ``name`` (tiers.py reads options, so it is imported here, late)."""
+    from .tiers import TIERS
+    return TIERS[name]
+
+
 def _max_launches(launches) -> int | None:
     """'all' -> None (no limit), 'first' -> 1, a positive int (or its digits) -> that many."""
     if launches == "all" or launches is None:
@@ -85,7 +91,7 @@ class TraceOptions:
             raise OptionError("baseline", self.baseline, "must be a whole number of untraced replays (0: none)")
         if not isinstance(self.auto, bool):
             raise OptionError("auto", self.auto, "must be True or False")
-        if self.auto and self.tier not in ("sass", "auto"):
+        if self.auto and self.tier != "auto" and not _tier(self.tier).has_sites:
             raise OptionError("auto", self.auto, f"needs instrumentation_tier='sass' (automatic sites are read off the "
                                                  f"compiled kernel); this trace asks for {self.tier!r}")
         object.__setattr__(self, "pattern", pattern)

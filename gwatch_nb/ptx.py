@@ -7,7 +7,7 @@ import tempfile
 from dataclasses import dataclass
 from typing import AbstractSet
 
-from . import _native
+from . import _native, toolchain
 
 
 @dataclass(frozen=True)
@@ -67,12 +67,6 @@ def instrument(ptx: str, scopes: AbstractSet[int] | None = None) -> Instrumented
     )
 
 
-def ptxas_path(capability: int = 90) -> str:
-    """The ptxas Triton itself uses for this compute capability."""
-    from .triton_compat import ptxas
-    return ptxas(capability).path
-
-
 def assemble(ptx: str, arch: str = "sm_90a", options: tuple[str, ...] = ()) -> bytes:
     """Assemble PTX to a cubin with Triton's ptxas; raises PTXRewriteError with ptxas's message."""
     with tempfile.TemporaryDirectory(prefix="gwatch-ptxas-") as tmp:
@@ -80,7 +74,7 @@ def assemble(ptx: str, arch: str = "sm_90a", options: tuple[str, ...] = ()) -> b
         with open(src, "w") as f:
             f.write(ptx)
         capability = int("".join(ch for ch in arch if ch.isdigit()))
-        proc = subprocess.run([ptxas_path(capability), f"-arch={arch}", *options, src, "-o", out],
+        proc = subprocess.run([toolchain.ptxas(capability), f"-arch={arch}", *options, src, "-o", out],
                               capture_output=True, text=True)
         if proc.returncode != 0:
             raise PTXRewriteError(f"ptxas failed: {proc.stderr.strip()}")

@@ -206,9 +206,10 @@ class Intervals:
     seq: np.ndarray          # int32: nth instance of this scope in this warp
 
 
-#: Kinds of marker problems the decoder reports. Only ``crossed`` and ``pipelined`` instances
-#: become intervals too; the other problem events never do.
-PROBLEM_KINDS = {
+#: Kinds of marker problems the decoder reports (a session's own problems are
+#: tiers.SESSION_PROBLEMS). Only ``crossed`` and ``pipelined`` instances become intervals
+#: too; the other problem events never do.
+MARKER_PROBLEMS = {
     "unclosed": "scope started but never ended before the warp exited",
     "end_without_start": "scope ended without a matching start",
     "nested_same_id": "scope started again while already open (same id nested in itself)",
@@ -225,11 +226,14 @@ ZERO_LENGTH_REASON = ("every instance measures 0 ns: its start and end markers s
 
 
 def zero_length_scopes(launches: list[Intervals]) -> list[int]:
-    """Scope ids that have instances, all of them 0 cycles long, over all launches."""
-    ids = np.concatenate([iv.scope_id for iv in launches]) if launches else np.zeros(0, np.int32)
-    zero = np.concatenate([iv.end_cycle == iv.start_cycle for iv in launches]) if launches else np.zeros(0, bool)
-    seen, nonzero = np.unique(ids), np.unique(ids[~zero])
-    return np.setdiff1d(seen, nonzero).tolist()
+    """Scope ids that have instances, all of them 0 cycles long, over all launches (marked
+    per id: ids are small, and sorting millions of instances to find them is not)."""
+    size = max((int(iv.scope_id.max()) + 1 for iv in launches if len(iv.scope_id)), default=0)
+    seen, nonzero = np.zeros(size, bool), np.zeros(size, bool)
+    for iv in launches:
+        seen[iv.scope_id] = True
+        nonzero[iv.scope_id[iv.end_cycle != iv.start_cycle]] = True
+    return np.flatnonzero(seen & ~nonzero).tolist()
 
 
 def _group_reduce(ufunc, values: np.ndarray, group_first: np.ndarray, group_of: np.ndarray) -> np.ndarray:
@@ -282,7 +286,8 @@ def pair_scopes(tags: np.ndarray, cycles: np.ndarray, counts: np.ndarray) -> tup
     new_group = np.ones(n, bool)
     new_group[1:] = ~same_group
     group_first = np.flatnonzero(new_group)
-    group_of = np.cumsum(new_group) - 1
+    group_of = np.cumsum(new_group, dtype=np.int32)
+    group_of -= 1
 
     # Instances can overlap only where a start follows a start of its group; most launches
     # have none, and skip the rest of this.
@@ -334,7 +339,8 @@ def pair_scopes(tags: np.ndarray, cycles: np.ndarray, counts: np.ndarray) -> tup
     delta = np.zeros(n, np.int32)
     delta[start_pos] = 1
     delta[end_pos] = -1
-    level = np.cumsum(delta, dtype=np.int32) - delta
+    level = np.cumsum(delta, dtype=np.int32)
+    level -= delta
     overlapped = pipelined[start_at]
     # Properly nested iff every interval encloses a balanced stretch (see docs/FORMAT.md);
     # a pipelined instance overlaps its own scope's next one by design.
@@ -348,7 +354,8 @@ def pair_scopes(tags: np.ndarray, cycles: np.ndarray, counts: np.ndarray) -> tup
     is_start_pos = np.zeros(n, bool)
     is_start_pos[start_pos] = True
     starts_in_order = np.flatnonzero(is_start_pos)
-    rank = (np.cumsum(is_start_pos, dtype=np.int32) - 1)[start_pos]
+    rank = np.cumsum(is_start_pos, dtype=np.int32)[start_pos]
+    rank -= 1
     out = np.empty(len(start_at), np.int64)
     out[rank] = np.arange(len(start_at))
 
@@ -359,7 +366,7 @@ def pair_scopes(tags: np.ndarray, cycles: np.ndarray, counts: np.ndarray) -> tup
         start_cycle=cycles[starts_in_order],
         end_cycle=cycles[ends_in_order],
         depth=lanes(starts_in_order, ends_in_order, n),
-        seq=seq[out].astype(np.int32),
+        seq=seq[out],
     )
     return intervals, problems
 
@@ -377,11 +384,13 @@ def lanes(start_pos: np.ndarray, end_pos: np.ndarray, events: int) -> np.ndarray
 
 
 def _rank_in_group(positions: np.ndarray, group_of: np.ndarray) -> np.ndarray:
-    """For sorted positions: each one's rank among those of its group."""
+    """For sorted positions: each one's rank among those of its group (int32)."""
     if len(positions) == 0:
-        return np.zeros(0, np.int64)
+        return np.zeros(0, np.int32)
     groups = group_of[positions]
     first = np.ones(len(positions), bool)
     first[1:] = groups[1:] != groups[:-1]
-    starts = np.flatnonzero(first)
-    return np.arange(len(positions)) - np.repeat(starts, np.diff(np.append(starts, len(positions))))
+    starts = np.flatnonzero(first).astype(np.int32)
+    rank = np.arange(len(positions), dtype=np.int32)
+    rank -= np.repeat(starts, np.diff(starts, append=len(positions)))
+    return rank

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from . import site_rows
+from . import site_rows, tiers
+from .notes import notes
 from .palette import scope_colours
 
 if TYPE_CHECKING:
@@ -78,7 +79,7 @@ def timeline_payload(trace: "Trace") -> dict:
         "launches": launch_info,
         "scopes": {"names": names, "colors": scope_colours(len(names))},
         "warnings": [str(w) for w in trace.warnings],
-        "notes": _notes(trace),
+        "notes": notes(trace),
         "warps": {
             "launch": binary_array(_unsigned(warps["launch"])),
             "sm": binary_array(_unsigned(warps["sm"])),
@@ -98,7 +99,7 @@ def timeline_payload(trace: "Trace") -> dict:
             "seq": binary_array(_unsigned(df["seq"].to_numpy())),
         },
     }
-    if trace.meta["tier"] == "sass":
+    if tiers.of(trace).has_sites:
         grouped = site_rows.by_scope(site_rows.records(trace))
         payload["sites"] = {"rule": site_rows.SHARPNESS_RULE, "rows": [r for g in grouped for r in g["readings"]]}
     return payload
@@ -129,10 +130,3 @@ def script_json(value) -> str:
 def embedded_state(payload: dict, **traits) -> str:
     """A widget state (the payload and other traits) for an HTML page, binary arrays as zlib + base64."""
     return script_json({"payload": _pack_buffers(payload), **traits})
-
-
-def _notes(trace) -> list[str]:
-    """The header lines every view shows besides warnings: autotuning, tracing cost."""
-    from .autotune import summaries
-    from .overhead import summary
-    return summaries(trace.meta) + [summary(trace.overhead)]

@@ -5,8 +5,9 @@ matching launches for copies instrumented in their PTX (cuda/session.py); ``sass
 them for the very cubin Triton loaded with clock readings spliced into its scheduled code
 (cuda/sass_session.py); ``interpreter`` records host time under TRITON_INTERPRET=1
 (interpreter.py). A new tier is a class
-implementing ``TracingSession`` and one entry in ``TIERS``; ``do_trace`` and
-``%%gwatch`` know tiers only through this module."""
+implementing ``TracingSession`` and one entry in ``TIERS``: every other module knows a
+tier only through its ``Tier`` record (``of(trace)`` finds a trace's), never by its name.
+The names are what trace files store in ``meta["tier"]``."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -20,14 +21,19 @@ from .records import LaunchRecords
 @dataclass(frozen=True)
 class Problem:
     """Something a session met that kept a launch from being traced as asked; ``kind``
-    is one of PROBLEM_KINDS, ``message`` one line naming the kernel."""
+    is one of SESSION_PROBLEMS, ``message`` one line naming the kernel."""
     kind: str
     kernel: str
     message: str
 
+    def __post_init__(self):
+        if self.kind not in SESSION_PROBLEMS:
+            raise ValueError(f"unknown session problem kind {self.kind!r}")
 
-#: Kinds of session problems (they become Trace.warnings of the same kind).
-PROBLEM_KINDS = {
+
+#: Kinds of session problems (they become Trace.warnings of the same kind); the kinds of
+#: marker problems the decoder finds are records.MARKER_PROBLEMS.
+SESSION_PROBLEMS = {
     "graph_capture": "launched during CUDA graph capture; it runs unmodified in the graph",
     "extra_params": "launched with packed 'extra' parameters; not traced",
     "ptx_not_found": "matched, but its PTX was not found (only Triton kernels can be traced)",
@@ -77,10 +83,19 @@ class TracingSession(Protocol):
 
 @dataclass(frozen=True)
 class Tier:
+    #: What Trace.meta["tier"] and trace files say.
     name: str
     open: Callable[[TraceOptions], TracingSession]
     #: What the tier does, in a few words (the magic's and do_trace's help are made of these).
     help: str
+    #: What its times are (Trace.meta["time_source"]).
+    time_source: str
+    #: Its kernels run on the host and its readings are host nanoseconds, not SM clock cycles.
+    host_clock: bool = False
+    #: It reads the clock at sites in the compiled kernel (Trace.sites; automatic scopes).
+    has_sites: bool = False
+    #: Under tier "auto", it hands each kernel it cannot trace soundly to the ptx tier.
+    falls_back: bool = False
     #: Said after "no launched kernel matched" when nothing launched at all.
     nothing_launched_hint: str = ""
 
@@ -100,15 +115,27 @@ def _interpreter(options: TraceOptions) -> TracingSession:
     return InterpreterRecorder(options)
 
 
-TIERS = {
-    "ptx": Tier("ptx", _ptx, "on the GPU, readings in the PTX"),
-    "sass": Tier("sass", _sass, "readings spliced into the compiled kernel (sm_90 only)"),
-    "interpreter": Tier("interpreter", _interpreter, "host time under TRITON_INTERPRET=1",
-                        " (on the interpreter tier, set TRITON_INTERPRET=1 before the kernels are defined)"),
-}
+TIERS = {tier.name: tier for tier in (
+    Tier("ptx", _ptx, "on the GPU, readings in the PTX",
+         time_source="GPU: SM clock cycles, mapped per warp to %globaltimer nanoseconds"),
+    Tier("sass", _sass, "readings spliced into the compiled kernel (sm_90 only)",
+         time_source="GPU: SM clock cycles read by probes in the compiled kernel (after ptxas), each just before "
+                     "the instruction its site names, mapped per warp to %globaltimer nanoseconds",
+         has_sites=True, falls_back=True),
+    Tier("interpreter", _interpreter, "host time under TRITON_INTERPRET=1",
+         time_source="interpreter host time (TRITON_INTERPRET=1): host nanoseconds per program instance, "
+                     "not GPU time",
+         host_clock=True,
+         nothing_launched_hint=" (on the interpreter tier, set TRITON_INTERPRET=1 before the kernels are defined)"),
+)}
 #: What "auto" chooses (resolve below).
 AUTO_HELP = ("sass on an sm_90 GPU (ptx for each kernel the sass tier cannot trace soundly), ptx on another GPU, "
              "else interpreter")
+
+
+def of(trace) -> Tier:
+    """The tier that recorded ``trace`` (its meta["tier"])."""
+    return TIERS[trace.meta["tier"]]
 
 
 def help_text() -> str:

@@ -7,21 +7,12 @@ from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from . import launch_config
-from .records import PROBLEM_KINDS, ZERO_LENGTH_REASON, Intervals, LaunchRecords, pair_scopes, zero_length_scopes
+from . import launch_config, tiers
+from .records import MARKER_PROBLEMS, ZERO_LENGTH_REASON, Intervals, LaunchRecords, pair_scopes, zero_length_scopes
 from .timebase import ClockModel, fit_clock
 
 if TYPE_CHECKING:
     import pandas as pd
-
-#: Trace.meta["tier"] values and what their times mean.
-TIME_SOURCES = {
-    "ptx": "GPU: SM clock cycles, mapped per warp to %globaltimer nanoseconds",
-    "sass": "GPU: SM clock cycles read by probes in the compiled kernel (after ptxas), each just before the "
-            "instruction its site names, mapped per warp to %globaltimer nanoseconds",
-    "interpreter": "interpreter host time (TRITON_INTERPRET=1): host nanoseconds per program instance, "
-                   "not GPU time",
-}
 
 #: The columns that name one warp, in Trace.df, Trace.warps and every view of them.
 WARP_KEY = ("launch", "block_x", "block_y", "block_z", "warp")
@@ -65,7 +56,15 @@ class _Launch:
 
     def ns(self, cycles: np.ndarray, warp_row: np.ndarray) -> np.ndarray:
         """Integer ns since the launch's first warp entered."""
-        return np.rint(self.clock.to_ns(cycles, warp_row) - self.t0).astype(np.int64)
+        return self.ns_many([cycles], warp_row)[0]
+
+    def ns_many(self, cycles: list[np.ndarray], warp_row: np.ndarray) -> list[np.ndarray]:
+        """``ns`` of several arrays read by the same warps (in place: see ClockModel.to_ns_many)."""
+        out = []
+        for ns in self.clock.to_ns_many(cycles, warp_row):
+            ns -= self.t0
+            out.append(np.rint(ns, out=ns).astype(np.int64))
+        return out
 
     @property
     def t0_ns(self) -> int:
@@ -101,12 +100,12 @@ class Trace:
                  meta: Mapping | None = None):
         self.meta = dict(meta or {})
         self.meta.setdefault("tier", "ptx")
-        if self.meta["tier"] not in TIME_SOURCES:
+        if self.meta["tier"] not in tiers.TIERS:
             raise ValueError(f"unknown tier {self.meta['tier']!r}")
-        self.meta["time_source"] = TIME_SOURCES[self.meta["tier"]]
+        tier = tiers.of(self)
+        self.meta["time_source"] = tier.time_source
         self.scope_names = {int(k): str(v) for k, v in (scope_names or {}).items()}
-        cycles_are_ns = self.meta["tier"] == "interpreter"
-        self._launches = [_decode(r, cycles_are_ns) for r in launches]
+        self._launches = [_decode(r, cycles_are_ns=tier.host_clock) for r in launches]
         self.warnings = self._collect_warnings()
 
     # ------------------------------------------------------------ raw material
@@ -141,7 +140,7 @@ class Trace:
             np.full(len(p["launch"]), kernels.index(l.records.kernel), np.int8)
             for p, l in zip(parts, self._launches)]) if parts else np.zeros(0, np.int8)
         scope_ids = columns["scope_id"]
-        known = np.unique(scope_ids)
+        known = np.flatnonzero(np.bincount(scope_ids))  # the ids present, in order (ids are small)
         names = [self.scope_name(s) for s in known]
         categories = list(dict.fromkeys(names))
         lookup = np.zeros(int(known.max()) + 1 if len(known) else 1, np.int16)
@@ -173,7 +172,7 @@ class Trace:
         the gather: it is thousands of rows, the instances millions)."""
         iv, warps = launch.intervals, launch.records.warps
         rows = iv.warp_row
-        start, end = launch.ns(iv.start_cycle, rows), launch.ns(iv.end_cycle, rows)
+        start, end = launch.ns_many([iv.start_cycle, iv.end_cycle], rows)
         return {
             "launch": np.full(len(rows), index, np.int64),
             **{k: warps[k].astype(np.int64)[rows] for k in ("block_x", "block_y", "block_z", "warp", "sm")},
@@ -278,7 +277,7 @@ class Trace:
                 if kind in _SCHEDULE_PROPERTIES.get(launch.records.info.get("tier", self.meta["tier"]), ()):
                     continue
                 if len(rows):
-                    add(kind, PROBLEM_KINDS[kind], len(rows), index, launch, np.unique(rows))
+                    add(kind, MARKER_PROBLEMS[kind], len(rows), index, launch, np.unique(rows))
             stuck = np.flatnonzero(w["gt_exit"] == 0)
             if len(stuck):
                 add("warp_not_exited", "warps never reached their exit (no exit time, events not counted)",

@@ -28,8 +28,8 @@ def compile_ptx(fn, signature: dict, constexprs: dict | None = None, num_warps: 
 
 def sass_listing(ptx_text: str) -> str:
     """cuobjdump's SASS listing of the PTX assembled for sm_90a by Triton's ptxas."""
-    from gwatch_nb import ptx
-    cuobjdump = os.path.join(os.path.dirname(ptx.ptxas_path(90)), "cuobjdump")
+    from gwatch_nb import ptx, toolchain
+    cuobjdump = toolchain.cuobjdump(90)
     with tempfile.TemporaryDirectory() as folder:
         cubin = os.path.join(folder, "k.cubin")
         with open(cubin, "wb") as f:

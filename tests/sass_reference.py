@@ -9,9 +9,9 @@ import struct
 import subprocess
 import tempfile
 
-from gwatch_nb import ptx
+from gwatch_nb import toolchain
 
-NVDISASM = os.path.join(os.path.dirname(ptx.ptxas_path(90)), "nvdisasm")
+NVDISASM = toolchain.nvdisasm(90)
 EIATTR_REGCOUNT = 0x2F
 SECTIONS = {"GPR": "R", "PRED": "P", "UGPR": "UR", "UPRED": "UP"}
 _LINE = re.compile(r"^\s+/\*([0-9a-f]{4,})\*/(.*?);\s*//\s*\|(.*)\|\s*$")

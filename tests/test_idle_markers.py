@@ -17,7 +17,7 @@ import pytest
 from examples import softmax
 from compile_kernels import compile_ptx, sass_listing
 from corpus import CASES, Case
-from gwatch_nb import ptx
+from gwatch_nb import ptx, toolchain
 
 from variants import without_markers
 
@@ -52,7 +52,7 @@ def _marked_and_plain_ptx(case: Case) -> tuple[str, str]:
 
 
 def _registers(ptx_text: str) -> int:
-    cuobjdump = os.path.join(os.path.dirname(ptx.ptxas_path(90)), "cuobjdump")
+    cuobjdump = toolchain.cuobjdump(90)
     with tempfile.TemporaryDirectory() as folder:
         cubin = os.path.join(folder, "k.cubin")
         with open(cubin, "wb") as f:

@@ -436,3 +436,16 @@ def test_short_warps_borrow_the_launch_rate():
     inside = warps["ck_entry"][1:].astype(np.int64) + 300
     expected = true_entry[1:] + 300 / 1.75
     assert np.abs(model.to_ns(inside, np.array([1, 2])) + model.gt_base - 5e9 - expected).max() < 32
+
+
+def test_zero_length_scopes_are_those_zero_in_every_launch_that_has_them():
+    def intervals(scope_ids, lengths):
+        ids, lengths = np.array(scope_ids, np.int32), np.array(lengths, np.int64)
+        zeros = np.zeros(len(ids), np.int32)
+        return records.Intervals(zeros, ids, np.full(len(ids), 100, np.int64), 100 + lengths, zeros, zeros)
+    # 3 is zero in both launches; 7 only in the second, whose ids run higher; 2 is not zero once.
+    first = intervals([2, 3, 3, 2], [0, 0, 0, 5])
+    second = intervals([7, 3, 7, 9], [0, 0, 0, 4])
+    assert records.zero_length_scopes([first, second]) == [3, 7]
+    assert records.zero_length_scopes([first]) == [3]
+    assert records.zero_length_scopes([]) == [] and records.zero_length_scopes([intervals([], [])]) == []

@@ -19,11 +19,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gwatch_nb import ptx
+from gwatch_nb import ptx, toolchain
 from gwatch_nb.sass import encode as E
 from gwatch_nb.sass.control import Control
 
-NVDISASM = os.path.join(os.path.dirname(ptx.ptxas_path(90)), "nvdisasm")
+NVDISASM = toolchain.nvdisasm(90)
 LISTING = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;?\s*/\* (0x[0-9a-f]{16}) \*/\s*\n\s*/\* (0x[0-9a-f]{16}) \*/")
 HEADER = ".version 8.0\n.target sm_90a\n.address_size 64\n"
 

@@ -10,7 +10,7 @@ import pytest
 import gwatch_nb
 from gwatch_nb.cli import main
 from gwatch_nb.report import Report, Section, load_report
-from gwatch_nb.trace import TIME_SOURCES
+from gwatch_nb.tiers import TIERS
 
 FIXTURES = ["attention_sass_h200.json", "attention_sass_auto_h200.json"]
 #: The example attention's markers (examples/attention.py).
@@ -31,7 +31,7 @@ def _trips(trace) -> int:
 
 
 def test_the_tier_and_its_time_source_are_named(trace):
-    assert trace.meta["tier"] == "sass" and trace.meta["time_source"] == TIME_SOURCES["sass"]
+    assert trace.meta["tier"] == "sass" and trace.meta["time_source"] == TIERS["sass"].time_source
     assert "compiled kernel (after ptxas)" in trace.meta["time_source"]
 
 
@@ -85,7 +85,7 @@ def test_a_report_archive_keeps_them_and_gwatch_show_reads_them(trace, tmp_path,
     assert main(["show", str(path), "--sites", "--json"]) == 0
     (run,) = json.loads(capsys.readouterr().out)["runs"]
     assert sum(len(s["readings"]) for s in run["sites"]["scopes"]) == len(trace.sites)
-    assert run["header"]["tier"] == "sass" and run["header"]["time_source"] == TIME_SOURCES["sass"]
+    assert run["header"]["tier"] == "sass" and run["header"]["time_source"] == TIERS["sass"].time_source
 
 
 def test_perfetto_carries_every_instance_and_names_the_tier(trace, tmp_path):
@@ -102,4 +102,31 @@ def test_perfetto_carries_every_instance_and_names_the_tier(trace, tmp_path):
     assert shown.name.value_counts().sort_index().to_dict() == \
         trace.df["scope"].astype(str).value_counts().sort_index().to_dict()
     (run,) = document["metadata"]["gwatch-nb"]["runs"]
-    assert run["tier"] == "sass" and run["time_source"] == TIME_SOURCES["sass"]
+    assert run["tier"] == "sass" and run["time_source"] == TIERS["sass"].time_source
+
+
+def test_automatic_scopes_that_share_a_source_line_get_names_of_their_own(fixture_path, capsys):
+    # The archive was written when the three barriers of attention.py:39 shared one name.
+    path = fixture_path("attention_sass_auto_h200.json")
+    with open(path) as f:
+        assert [v for v in json.load(f)["scope_names"].values()].count("barrier attention.py:39") == 3
+    trace = gwatch_nb.load(path)
+    names = [trace.scope_name(s) for s in (28672, 28675, 28677)]
+    assert names == ["barrier attention.py:39 @235", "barrier attention.py:39 @339", "barrier attention.py:39 @877"]
+    assert len(set(trace.scope_names.values())) == len(trace.scope_names)
+    assert trace.scope_name(100) == "load_kv"  # the markers' names stay as given
+    assert {int(k): v for k, v in trace.meta["scope_names"].items()} == \
+        {s: n for s, n in trace.scope_names.items() if s >= 28672}
+    assert main(["show", path, "--stats", "--timeline", "--json"]) == 0
+    (run,) = json.loads(capsys.readouterr().out)["runs"]
+    stats = [row["scope"] for row in run["stats"] if row["scope"].startswith("barrier attention.py:39")]
+    assert sorted(stats) == names
+    letters = {letter for letter, scope in run["timeline"]["legend"].items() if scope in names}
+    assert len(letters) == 3  # the text timeline draws each with a letter of its own
+
+
+def test_names_shared_by_automatic_sites_are_told_apart_where_they_are_made():
+    from gwatch_nb.sass.waits import distinct_names
+    names = {1: "barrier k.py:3", 2: "loop k.py:2", 3: "barrier k.py:3", 4: "barrier k.py:3"}
+    assert distinct_names(names, {1: 40, 2: 10, 3: 90}) == \
+        {1: "barrier k.py:3 @40", 2: "loop k.py:2", 3: "barrier k.py:3 @90", 4: "barrier k.py:3 #4"}

@@ -527,6 +527,7 @@ def test_trace_sites_columns_say_where_each_reading_went(version, name):
                                                                    markers.from_source(CASE[name].fn), p.kernel, p.cfg)}
     found = [f for f in waits.find(p.plain, locations, p.kernel, p.cfg) if f.kind != "kernel"]
     kinds = {f.kind for f in found}
+    shared = collections.Counter(f.name for f in found)  # one source line's sites, told apart by instruction
     left = {(e["scope"], e["pair"]) for e in p.result.left_out}
     seen = collections.Counter()
     for k in range(rows):
@@ -543,9 +544,11 @@ def test_trace_sites_columns_say_where_each_reading_went(version, name):
             f = found[row["scope"] - AUTO_SCOPE_BASE]
             assert (row["origin"], row["instruction"], row["loop"]) == (f.kind, f.instruction, f.loop)
             assert site == (f.start if row["kind"] == "start" else f.ends[row["pair"]])
-            assert p.result.scope_names[row["scope"]] == f.name and row["line"] == f.line
+            own_name = f.name if shared[f.name] == 1 else f"{f.name} @{f.instruction}"
+            assert p.result.scope_names[row["scope"]] == own_name and row["line"] == f.line
             assert row["span"] is None
         seen[row["scope"], row["kind"], row["pair"], site] += 1
+    assert len(set(p.result.scope_names.values())) == len(p.result.scope_names)
     # every site has one row but the pairs left out (an automatic site's readings go together)
     expected = set(placed) | {(AUTO_SCOPE_BASE + k, "start", 0, f.start) for k, f in enumerate(found)}
     expected |= {(AUTO_SCOPE_BASE + k, "end", e, end) for k, f in enumerate(found) for e, end in enumerate(f.ends)}

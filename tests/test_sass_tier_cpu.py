@@ -9,7 +9,7 @@ from gwatch_nb.cuda import driver
 from gwatch_nb.errors import OptionError
 from gwatch_nb.options import TraceOptions, tier_choices
 from gwatch_nb.sass.instrument import AUTO_SCOPE_BASE, SITE_COLUMNS
-from gwatch_nb.trace import TIME_SOURCES
+from gwatch_nb.tiers import TIERS
 
 
 def _has_gpu() -> bool:
@@ -123,7 +123,7 @@ def fixture_trace(request):
 
 def test_fixture_is_a_full_sass_trace(fixture_trace):
     _, trace = fixture_trace
-    assert trace.meta["tier"] == "sass" and trace.meta["time_source"] == TIME_SOURCES["sass"]
+    assert trace.meta["tier"] == "sass" and trace.meta["time_source"] == TIERS["sass"].time_source
     assert len(trace.df) > 0 and trace.warps.exited.all()
     assert (trace.warps.dropped == 0).all() and (trace.launches.events_dropped == 0).all()
     assert (trace.launches.missing_warps == 0).all()

@@ -164,7 +164,7 @@ def test_the_section_list_drives_the_flags_and_the_output(fixture_path, capsys):
     (run,) = json.loads(capsys.readouterr().out)["runs"]
     # A ptx trace: every default section but those of the sass tier.
     assert [k for k in run if k not in ("section", "section_title", "run", "header")] == \
-        [s.name for s in SECTIONS if s.default and s.tiers is None]
+        [s.name for s in SECTIONS if s.default and not s.sites_only]
     assert main(["show", path, "--bubbles", "--json"]) == 0
     (run,) = json.loads(capsys.readouterr().out)["runs"]
     assert "pipeline" in run and "stats" not in run
@@ -230,7 +230,7 @@ def test_sites_text_shows_each_scope_and_how_sharp_it_is(fixture_path, capsys):
     assert "moved" not in table[0] + "".join(table[1:])  # no reading moved
 
 
-def test_sites_follow_the_scope_selection_and_ids_tell_shared_names_apart(fixture_path, capsys):
+def test_sites_follow_the_scope_selection_and_every_scope_has_its_own_name(fixture_path, capsys):
     path = fixture_path("attention_sass_auto_h200.json")
     trace = gwatch_nb.load(path)
     assert main(["show", path, "--sites", "--scope", "softmax,loop attention.py:37", "--json"]) == 0
@@ -238,10 +238,10 @@ def test_sites_follow_the_scope_selection_and_ids_tell_shared_names_apart(fixtur
     assert [s["scope"] for s in run["sites"]["scopes"]] == ["loop attention.py:37", "softmax"]
     assert main(["show", path, "--sites", "--width", "100"]) == 0
     out = capsys.readouterr().out
-    barriers = sorted(set(trace.sites[trace.sites["name"] == "barrier attention.py:39"]["scope"]))
-    assert len(barriers) == 3
-    for scope_id in barriers:
-        assert f"\n  barrier attention.py:39 [{scope_id}]\n" in out
+    barriers = trace.sites[trace.sites["name"].str.startswith("barrier attention.py:39")]
+    assert sorted(set(barriers.scope)) == [28672, 28675, 28677]
+    for at in sorted(set(barriers.instruction)):
+        assert f"\n  barrier attention.py:39 @{at}\n" in out  # no id needed to tell them apart
 
 
 @pytest.mark.parametrize("name", ["attention_h200.json", "matmul_h200.json"])

@@ -67,3 +67,32 @@ def test_auto_is_the_interpreter_without_a_gpu():
         assert session.tier == "interpreter" and session.options.tier == "interpreter"
     finally:
         session.stop()
+
+
+def test_no_module_but_tiers_branches_on_a_tier_name():
+    # A tier's facts live in its record: a comparison with a tier's name elsewhere is a fact
+    # a new tier would have to find and repeat.
+    import re
+    from pathlib import Path
+    package = Path(tiers.__file__).parent
+    name = "|".join(tiers.TIERS)
+    branch = re.compile(rf"""[=!]=\s*["']({name})["']|\bin \([^)]*["']({name})["']""")
+    found = [f"{path.relative_to(package)}:{n}: {line.strip()}"
+             for path in sorted(package.rglob("*.py")) if path.name != "tiers.py"
+             for n, line in enumerate(path.read_text().splitlines(), 1) if branch.search(line)]
+    assert found == []
+
+
+def test_a_session_problem_is_one_of_the_known_kinds():
+    assert tiers.Problem("ptxas_failed", "k", "k: ptxas rejected it").kind == "ptxas_failed"
+    with pytest.raises(ValueError, match="unknown session problem kind 'unclosed'"):
+        tiers.Problem("unclosed", "k", "a marker problem is not a session problem")
+
+
+@pytest.mark.parametrize("name", list(tiers.TIERS))
+def test_a_trace_takes_its_time_source_and_clock_from_its_tier_record(name):
+    from gwatch_nb.trace import Trace
+    tier = tiers.TIERS[name]
+    trace = Trace([], meta={"tier": name})
+    assert trace.meta["time_source"] == tier.time_source and tiers.of(trace) is tier
+    assert tier.host_clock == (name == "interpreter") and tier.has_sites == (name == "sass")

@@ -84,7 +84,7 @@ class SassTraceSession(TraceSession):
         sites' scopes) and ``sass`` (per kernel: instructions inserted, state registers, the
         readings left out for want of registers, the scopes that end at an exit, build seconds)."""
         out = super().meta()
-        kernels = [k for k in self._ready.values() if k is not None and k.buffer.tier == "sass"]
+        kernels = [k for k in self._ready.values() if k is not None and k.buffer.tier == self.tier]
         out["sites"] = {c: [v for k in kernels for v in k.extra["sites"][c]] for c in SITE_COLUMNS}
         out["scope_names"] = {str(s): n for k in kernels for s, n in k.extra["scope_names"].items()}
         out["sass"] = {k.name: dict(k.extra["cost"], left_out=k.extra["left_out"], seconds=k.extra["seconds"],

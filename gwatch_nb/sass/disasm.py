@@ -14,6 +14,7 @@ import struct
 import subprocess
 import tempfile
 
+from gwatch_nb import toolchain
 from gwatch_nb.errors import SassRewriteError
 from gwatch_nb.sass import branches
 from gwatch_nb.sass.cubin import Cubin
@@ -33,9 +34,8 @@ _ERROR_ADDRESS = re.compile(r"at address (0x[0-9a-fA-F]+)")
 
 
 def nvdisasm_path() -> str:
-    """The nvdisasm Triton ships beside its ptxas."""
-    from gwatch_nb import ptx
-    return os.path.join(os.path.dirname(ptx.ptxas_path(SM)), "nvdisasm")
+    """The nvdisasm Triton ships (gwatch_nb/toolchain.py)."""
+    return toolchain.nvdisasm(SM)
 
 
 def disassemble(cubin: bytes) -> dict[str, list[Instruction]]:

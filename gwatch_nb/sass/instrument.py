@@ -69,9 +69,10 @@ def instrument(cubin: bytes, kernel: str, markers: list, scopes: frozenset | Non
         # entry and exit, in its header, already give it.
         everything = waits.find(instructions, locations, kernel, cfg)
         found_sites = [f for f in everything if f.kind != "kernel"] or ([] if rows else everything[:1])
+        names = waits.distinct_names({AUTO_SCOPE_BASE + k: f.name for k, f in enumerate(found_sites)},
+                                     {AUTO_SCOPE_BASE + k: f.instruction for k, f in enumerate(found_sites)})
         for k, found in enumerate(found_sites):
             scope = AUTO_SCOPE_BASE + k
-            names[scope] = found.name
             common = dict(scope=scope, origin=found.kind, line=found.line, instruction=found.instruction,
                           loop=found.loop, span=None, own=None, other_scopes=None, unscoped=None, inferred=None)
             rows.append(dict(common, kind="start", pair=0, index=found.start, block=cfg.block_of[found.start]))

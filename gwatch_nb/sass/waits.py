@@ -18,7 +18,9 @@ entry, first and again) and one before the back-edge branch of each latch. Singl
 that only retry an mbarrier wait are that wait's, not loops of their own."""
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, fields
+from typing import Mapping
 
 from gwatch_nb.sass.cfg import ControlFlowGraph
 from gwatch_nb.sass.lines import Location
@@ -44,6 +46,17 @@ class AutoSite:
 
 
 COLUMNS = tuple(f.name for f in fields(AutoSite)) + ("name",)
+
+
+def distinct_names(names: Mapping[int, str], instruction_of: Mapping[int, int]) -> dict[int, str]:
+    """Scope names made unique within a trace: where several scopes share one (ptxas can emit
+    one source line's wait more than once, as three ``barrier attention.py:39``), each of them
+    is told apart by the SASS instruction its site names, ``barrier attention.py:39 @235``, or
+    by its id where that is not known, ``#28672``."""
+    shared = Counter(names.values())
+    return {scope: name if shared[name] == 1 else
+            f"{name} @{instruction_of[scope]}" if instruction_of.get(scope) is not None else f"{name} #{scope}"
+            for scope, name in names.items()}
 
 
 def columns(sites: list[AutoSite]) -> dict[str, list]:

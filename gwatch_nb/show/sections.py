@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from .. import site_rows
+from .. import site_rows, tiers
 from ..trace import Trace
 from . import raster, summaries, text
 from .context import Context
@@ -25,10 +25,10 @@ class ShowSection:
     format: Callable[[object, text.Style, int], list[str]]
     default: bool = True
     metavar: str | None = None      # the flag takes a value (a scope name), repeatable
-    tiers: tuple[str, ...] | None = None  # a default section only on traces of these tiers (None: all)
+    sites_only: bool = False        # a default section only on traces of a tier that reads sites
 
     def shown_by_default(self, trace: Trace) -> bool:
-        return self.default and (self.tiers is None or trace.meta["tier"] in self.tiers)
+        return self.default and (not self.sites_only or tiers.of(trace).has_sites)
 
 
 SECTIONS = (
@@ -50,7 +50,7 @@ SECTIONS = (
                 "per scope, where its clock readings landed in the compiled kernel and how much of other "
                 "scopes' code ptxas interleaved with it (sass tier; shown there by default); "
                 + site_rows.SHARPNESS_RULE,
-                summaries.sites, text.sites, tiers=("sass",)),
+                summaries.sites, text.sites, sites_only=True),
 )
 #: The sections shown when none is asked for (those of one tier only on that tier's traces).
 VIEWS = tuple(s.name for s in SECTIONS if s.default)

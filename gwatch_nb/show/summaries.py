@@ -7,7 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .. import analysis, autotune, instrumentation_cost, site_rows
+from .. import analysis, site_rows
+from ..notes import notes
 from ..trace import WARP_KEY
 from .context import Context
 from .selection import Selection, SelectionError
@@ -27,8 +28,7 @@ def header(c: Context) -> dict:
         "scope_instances": len(trace.df), "selected_instances": len(c.selected),
         "selection": c.selection.describe(), "focus_launch": c.launch,
         "warnings": [str(w) for w in trace.warnings],
-        "instrumentation": instrumentation_cost.summaries(trace.meta),
-        "autotune": autotune.summaries(trace.meta), "overhead": trace.overhead,
+        "notes": notes(trace), "overhead": trace.overhead,
     }
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import overhead, site_rows
+from .. import site_rows
+from ..tiers import TIERS
 from ..units import format_ns, format_scaled, range_unit
 from .raster import ABSENT, IDLE
 
@@ -58,7 +59,7 @@ def header(h: dict, style: Style, width: int) -> list[str]:
         capacity = (f" (capacity {launch['capacity']:,}/warp; {launch['capacity_needed']:,} would keep all)"
                     if dropped else "")
         clock = (f"clock {launch['clock_ghz']:.2f} GHz ±{launch['clock_spread_pct']:.2f}%"
-                 if h["tier"] != "interpreter" and launch["clock_ghz"] else "host clock")
+                 if not TIERS[h["tier"]].host_clock and launch["clock_ghz"] else "host clock")
         lines.append(f"launch {launch['launch']}{dot}{launch['kernel']}{dot}grid {_triple(launch['grid'])} "
                      f"block {_triple(launch['block'])}{dot}{launch['warps']:,} warps{dot}"
                      f"span {style.time(launch['duration_ns'])}")
@@ -78,7 +79,7 @@ def header(h: dict, style: Style, width: int) -> list[str]:
             else:
                 parts.append(f"{key} {value if not isinstance(value, list) else ','.join(map(str, value))}")
         lines.append(f"selected: {', '.join(parts)}{dot}{h['selected_instances']:,} instances")
-    lines += h["instrumentation"] + h["autotune"] + [overhead.summary(h["overhead"])]
+    lines += h["notes"]
     lines.append("warnings: none" if not h["warnings"] else "warnings:")
     lines += [f"  ! {w}" for w in h["warnings"]]
     return lines
@@ -206,7 +207,7 @@ def longest_bubble(gap: dict | None, style: Style, width: int) -> list[str]:
 
 
 def sites(s: dict, style: Style, width: int) -> list[str]:
-    if s["tier"] != "sass":
+    if not TIERS[s["tier"]].has_sites:
         return [f"SITES: none (the {s['tier']} tier reads no sites; instrumentation_tier='sass' places readings "
                 "in the compiled kernel)"]
     if not s["scopes"]:
