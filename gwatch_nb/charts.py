@@ -186,7 +186,7 @@ def all_charts(trace: Trace, unit: tuple[str, float] | None = None) -> list[tupl
     if not isinstance(trace, Trace):
         raise TypeError(f"charts need a gwatch_nb.Trace, got {type(trace).__name__}")
     unit = unit or duration_unit([trace])
-    host = trace.meta["tier"] == "interpreter"
+    host = tiers.of(trace).host_clock  # host times: no SM, no warp residency to draw
     return [
         ("Duration distribution per scope", duration_distribution(trace, unit)),
         ("Per-SM activity over time", cannot_show("Warps inside an outermost scope, per SM",

@@ -47,6 +47,8 @@ SESSION_PROBLEMS = {
     "internal": "tracing failed inside a launch callback",
     "instrumentation_cost": "instrumenting changed the kernel's resources enough to change how it runs",
     "sites_left_out": "the sass tier found no free registers for some readings; their scopes' pairs there are not traced",
+    "sites_miscounted": "the compiler copied, unrolled or moved a scope's code, so the sass tier's readings of it run "
+                        "other than its markers (tier 'auto' traces such a kernel on the ptx tier)",
     "sass_fallback": "the sass tier could not instrument it soundly; tier 'auto' traced it on the ptx tier instead",
 }
 

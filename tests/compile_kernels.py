@@ -18,12 +18,17 @@ def _compile(fn, signature: tuple, constexprs: tuple, num_warps: int, num_stages
     return triton.compile(src, target=TARGET, options={"num_warps": num_warps, "num_stages": num_stages})
 
 
-def compile_ptx(fn, signature: dict, constexprs: dict | None = None, num_warps: int = 4, num_stages: int = 3) -> str:
-    """The PTX Triton makes for `fn` on sm_90 (constexprs are also named in the signature)."""
+def compile_kernel(fn, signature: dict, constexprs: dict | None = None, num_warps: int = 4, num_stages: int = 3):
+    """What Triton makes of `fn` for sm_90 (its .asm holds the PTX and the cubin); constexprs
+    are also named in the signature."""
     constexprs = constexprs or {}
     signature = dict(signature, **{name: "constexpr" for name in constexprs})
-    kernel = _compile(fn, tuple(signature.items()), tuple(constexprs.items()), num_warps, num_stages)
-    return kernel.asm["ptx"]
+    return _compile(fn, tuple(signature.items()), tuple(constexprs.items()), num_warps, num_stages)
+
+
+def compile_ptx(fn, signature: dict, constexprs: dict | None = None, num_warps: int = 4, num_stages: int = 3) -> str:
+    """The PTX Triton makes for `fn` on sm_90."""
+    return compile_kernel(fn, signature, constexprs, num_warps, num_stages).asm["ptx"]
 
 
 def sass_listing(ptx_text: str) -> str:

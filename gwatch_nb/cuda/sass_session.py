@@ -43,6 +43,11 @@ class SassTraceSession(TraceSession):
             if not self.options.fallback or error.kind != "rewrite_failed":
                 raise
             return self._on_ptx_tier(context, function, source, error.reason)
+        miscounted = _miscounted(source, kernel.extra["start_depths"]) if kernel is not None else ""
+        if miscounted:
+            if self.options.fallback:
+                return self._on_ptx_tier(context, function, source, miscounted)
+            self._note("sites_miscounted", source.name, f"{source.name}: {miscounted}")
         left_out = kernel.extra["left_out"] if kernel is not None else []
         if left_out:
             shown = ", ".join(f"scope {o['scope']} at instruction {o['instruction']}" if o["instruction"] is not None
@@ -121,6 +126,22 @@ def sass_kernel(context: int, original_handle: int, source, scopes: frozenset | 
     return kernel
 
 
+def _miscounted(source, start_depths: dict[int, list[int]]) -> str:
+    """Why some scope's readings would not run as often as its markers in the PTX (the ptx
+    tier's records, the count a user reasons with), or "": the compiler copied or unrolled its
+    code, or moved it into another loop, so its starts sit in other loops or in more or fewer
+    places than the PTX's sentinels."""
+    in_ptx = marker_sources.ptx_start_depths(source.ptx or "")
+    differ = [(scope, in_ptx[scope], depths) for scope, depths in sorted(start_depths.items())
+              if in_ptx.get(scope) and in_ptx[scope] != depths]
+    if not differ:
+        return ""
+    scope, ptx_depths, depths = differ[0]
+    more = f" (and {len(differ) - 1} more scope(s))" if len(differ) > 1 else ""
+    return (f"scope {scope} would be counted other than its markers run: its starts sit in loops {depths} of the "
+            f"compiled kernel, its sentinels in loops {ptx_depths} of the PTX{more}")
+
+
 def _ptx_scopes(source) -> set[int]:
     """The scopes whose markers the kernel's PTX holds (what the ptx tier can trace)."""
     try:
@@ -161,4 +182,4 @@ def _build(source, scopes: frozenset | None, auto: bool) -> InstrumentedKernel |
         sites=tuple(range(len(made.sites["site"]))), table=made.table, resources=resources(function),
         build_seconds=time.perf_counter() - began, buffer=layout.SASS_BUFFERS,
         extra=dict(sites=made.sites, scope_names=made.scope_names, cost=made.cost, seconds=made.seconds,
-                   left_out=made.left_out, open_at_exit=made.open_at_exit))
+                   left_out=made.left_out, open_at_exit=made.open_at_exit, start_depths=made.start_depths))

@@ -41,6 +41,7 @@ class InstrumentedCubin:
     seconds: dict[str, float]      # decode, analyse, rewrite
     left_out: list[dict]           # scope pairs not read, and why (no registers, no sound place, no code)
     open_at_exit: dict[int, int]   # scopes a path may leave open at an EXIT (the first such EXIT): they end there
+    start_depths: dict[int, list[int]]  # marker scope -> the loop depth of each of its start readings
 
 
 def instrument(cubin: bytes, kernel: str, markers: list, scopes: frozenset | None = None,
@@ -137,7 +138,18 @@ def instrument(cubin: bytes, kernel: str, markers: list, scopes: frozenset | Non
         dict(instructions=len(instructions), inserted=plan.inserted, readings=len(rows),
              state_registers=[f"UR{n}" for n in plan.state], registers=[registers, raised or registers]),
         dict(decode=decoded_at - began, analyse=analysed - decoded_at, rewrite=done - analysed), left_out,
-        proof.open_at_exit)
+        proof.open_at_exit, _start_depths(cfg, rows))
+
+
+def _start_depths(cfg: ControlFlowGraph, rows: list[dict]) -> dict[int, list[int]]:
+    """Per marker scope, how many loops of the compiled kernel surround each of its start
+    readings (sorted): with the sentinels' depths in the PTX, this says whether the readings
+    run as often as the ptx tier's records (markers.ptx_start_depths)."""
+    out: dict[int, list[int]] = {}
+    for row in rows:
+        if row["origin"] == "marker" and row["kind"] == "start":
+            out.setdefault(row["scope"], []).append(cfg.loop_depth(row["index"]))
+    return {scope: sorted(depths) for scope, depths in out.items()}
 
 
 def _readings(rows: list[dict]) -> list[probes.Reading]:

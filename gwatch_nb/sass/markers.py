@@ -29,6 +29,32 @@ class Marker:
     loops: int | None = field(default=None, compare=False)  # source loops around it (None: not known, from PTX)
 
 
+_LABEL = re.compile(r"^\s*([$\w]+):")
+_BRANCH = re.compile(r"\bbra(?:\.uni)?\s+([$\w]+)\s*;")
+
+
+def ptx_start_depths(ptx: str) -> dict[int, list[int]]:
+    """Per scope, the loop depth of each start sentinel in the PTX (sorted; a sentinel copied by
+    the compiler counts once per copy): how many backward branches jump over it, from below it to
+    a label above it. Each copy runs once per iteration of its loops, which is what the ptx tier
+    records."""
+    lines = ptx.splitlines()
+    labels = {m.group(1): n for n, text in enumerate(lines) if (m := _LABEL.match(text))}
+    back_edges = {}  # loop label -> the last line branching back to it
+    for n, text in enumerate(lines):
+        for target in _BRANCH.findall(text):
+            if target in labels and labels[target] < n:
+                back_edges[target] = max(back_edges.get(target, n), n)
+    loops = [(labels[label], last) for label, last in back_edges.items()]
+    out: dict[int, list[int]] = {}
+    for n, text in enumerate(lines):
+        sentinel = _SENTINEL.search(text)
+        if sentinel and sentinel.group(0).startswith(FORMAT["MARKER_START"]):
+            depth = sum(1 for first, last in loops if first < n < last)
+            out.setdefault(int(sentinel.group(1)), []).append(depth)
+    return {scope: sorted(depths) for scope, depths in out.items()}
+
+
 def from_ptx(ptx: str) -> list[Marker]:
     """The distinct markers of the PTX in source order (a sentinel the pipeliner copied is one marker)."""
     files = {int(number): path for number, path in _FILE.findall(ptx)}

@@ -1,0 +1,61 @@
+"""A scope whose code the compiler copied or unrolled is read other than its markers run:
+the sass tier sees it by the loop depth of each start reading against the sentinels' in the
+PTX, and tier auto takes such a kernel to the ptx tier (sass_session._miscounted). Real
+Triton kernels compiled for sm_90a, no GPU."""
+import types
+
+import pytest
+
+pytest.importorskip("triton")
+
+import triton  # noqa: E402
+import triton.language as tl  # noqa: E402
+
+from compile_kernels import compile_kernel  # noqa: E402
+from gwatch_nb.cuda.sass_session import _miscounted  # noqa: E402
+from gwatch_nb.sass import markers  # noqa: E402
+from gwatch_nb.sass.instrument import instrument  # noqa: E402
+from gwatch_nb.triton import scope_end, scope_start  # noqa: E402
+
+
+@triton.jit
+def unrolled_taps(x_ptr, out_ptr, TAPS: tl.constexpr, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    acc = tl.zeros([BLOCK], tl.float32)
+    for tap in range(TAPS):  # a constant trip count: the compiler unrolls it
+        scope_start(2)
+        acc += tl.load(x_ptr + offsets + tap) * (tap + 1)
+        scope_end(2)
+    tl.store(out_ptr + offsets, acc)
+
+
+@triton.jit
+def counted_taps(x_ptr, out_ptr, taps, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    acc = tl.zeros([BLOCK], tl.float32)
+    for tap in range(taps):  # a trip count known only at run time, and a body ptxas keeps whole
+        scope_start(2)
+        x = tl.load(x_ptr + offsets + tap * BLOCK)
+        acc += x - tl.max(x, 0) + tl.sum(x * x, 0)
+        scope_end(2)
+    tl.store(out_ptr + offsets, acc)
+
+
+def _checked(fn, signature, constexprs):
+    kernel = compile_kernel(fn, signature, constexprs)
+    made = instrument(kernel.asm["cubin"], kernel.metadata.name, markers.from_source(fn))
+    ptx = kernel.asm["ptx"]
+    return made, ptx, _miscounted(types.SimpleNamespace(ptx=ptx), made.start_depths)
+
+
+def test_an_unrolled_loops_scope_is_miscounted_and_says_why():
+    made, ptx, why = _checked(unrolled_taps, {"x_ptr": "*fp32", "out_ptr": "*fp32"}, {"TAPS": 4, "BLOCK": 128})
+    assert markers.ptx_start_depths(ptx)[2] == [0, 0, 0, 0]  # four copies, in no loop
+    assert made.start_depths[2] != [0, 0, 0, 0]
+    assert why.startswith("scope 2 would be counted other than its markers run"), why
+
+
+def test_a_loop_kept_as_a_loop_is_counted_as_its_markers_run():
+    made, ptx, why = _checked(counted_taps, {"x_ptr": "*fp32", "out_ptr": "*fp32", "taps": "i32"}, {"BLOCK": 128})
+    assert markers.ptx_start_depths(ptx)[2] == [1] == made.start_depths[2]
+    assert why == ""
