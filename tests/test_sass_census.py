@@ -75,7 +75,9 @@ def _instrumented(name: str):
     compiled = sass_census.compiled(name)
     cubin = compiled.asm["cubin"]
     kernel, plain = sass_census.decoded(name)
-    result = instrument(cubin, kernel, markers.from_ptx(compiled.asm["ptx"]), None, auto=True)
+    # The markers as the sass session reads them: from the source, which says how many loops
+    # surround each (the PTX cannot; libdevice's own loops then seem to repeat the scope).
+    result = instrument(cubin, kernel, markers.from_source(sass_census.CASE[name].fn), None, auto=True)
     assert result is not None and all(row["scope"] != CENSUS_SCOPE for row in result.left_out)
     kinds = {kind for scope, kind in zip(result.sites["scope"], result.sites["kind"])
              if scope == CENSUS_SCOPE}

@@ -464,28 +464,38 @@ def _epilogue(liveness: Liveness, exit_instruction, nxt: int, end: int, room: in
     e = exit_instruction.index
     guard = _guard(liveness.cfg.kernel, exit_instruction)
     R, U = E.Reg, E.UReg
+    where = f"the EXIT at instruction {e}"
     try:
-        take = _Allocator(liveness, e, f"the EXIT at instruction {e}")
+        take = _Allocator(liveness, e, where)
         timer, clock, counts = take(2), take(2), take(2)
     except TooFewRegisters:  # wait for the transfers still reading registers, which frees them
         pending = liveness.scoreboards.pending(e)
         late[e].append(_Op(lambda c: E.nop(control=c), wait=pending))
-        take = _Allocator(liveness, e, f"the EXIT at instruction {e}", in_flight=False)
-        timer, clock, counts = take(2), take(2), take(2)
-    late[e] += [
-        _Op(lambda c: E.cs2r(R(timer), "SR_GLOBALTIMERLO", control=c), writes=(_r(timer), _r(timer + 1)),
-            latency=CLOCK_LATENCY),
-        _Op(lambda c: E.cs2r(R(clock), "SR_CLOCKLO", control=c), writes=(_r(clock), _r(clock + 1)),
-            latency=CLOCK_LATENCY),
-        _Op(lambda c: E.mov(R(counts), U(room), control=c), reads=(_ur(room),), writes=(_r(counts),),
-            latency=FIXED_LATENCY),
-        _Op(lambda c: E.mov(R(counts + 1), U(nxt), control=c), reads=(_ur(nxt),), writes=(_r(counts + 1),),
-            latency=FIXED_LATENCY),
-    ]
-    for offset, data in ((FORMAT["SH_GT_EXIT"], timer), (FORMAT["SH_CK_EXIT"], clock), (FORMAT["SH_EVENTS"], counts)):
-        late[e].append(_Op(lambda c, o=offset, d=data: E.stg_uniform(U(end), R(d), offset=o - _HEADER, width=64,
-                                                                     eviction="EF", guard=guard, control=c),
-                           reads=(_ur(end), _ur(end + 1), _r(data), _r(data + 1))))
+        take = _Allocator(liveness, e, where, in_flight=False)
+        try:
+            timer, clock, counts = take(2), take(2), take(2)
+        except TooFewRegisters:  # one pair, each value stored before the next is read into it
+            take = _Allocator(liveness, e, where, in_flight=False)
+            timer = clock = counts = take(2)
+    read_timer = [_Op(lambda c: E.cs2r(R(timer), "SR_GLOBALTIMERLO", control=c), writes=(_r(timer), _r(timer + 1)),
+                      latency=CLOCK_LATENCY)]
+    read_clock = [_Op(lambda c: E.cs2r(R(clock), "SR_CLOCKLO", control=c), writes=(_r(clock), _r(clock + 1)),
+                      latency=CLOCK_LATENCY)]
+    read_counts = [_Op(lambda c: E.mov(R(counts), U(room), control=c), reads=(_ur(room),), writes=(_r(counts),),
+                       latency=FIXED_LATENCY),
+                   _Op(lambda c: E.mov(R(counts + 1), U(nxt), control=c), reads=(_ur(nxt),), writes=(_r(counts + 1),),
+                       latency=FIXED_LATENCY)]
+    stores = [_Op(lambda c, o=offset, d=data: E.stg_uniform(U(end), R(d), offset=o - _HEADER, width=64,
+                                                            eviction="EF", guard=guard, control=c),
+                  reads=(_ur(end), _ur(end + 1), _r(data), _r(data + 1)))
+              for offset, data in ((FORMAT["SH_GT_EXIT"], timer), (FORMAT["SH_CK_EXIT"], clock),
+                                   (FORMAT["SH_EVENTS"], counts))]
+    if len({timer, clock, counts}) == 3:  # every value read first, then the three stores
+        late[e] += read_timer + read_clock + read_counts + stores
+    else:  # each store reads the pair through a scoreboard the next value's reading waits for
+        for store in stores[:2]:
+            store.read_barrier = BOARD_CHOSEN_LATER
+        late[e] += read_timer + stores[:1] + read_clock + stores[1:2] + read_counts + stores[2:]
 
 
 class _Allocator:
