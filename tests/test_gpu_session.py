@@ -1,6 +1,10 @@
 """The ptx tier's session behind the protocol, on a real GPU: what it met becomes
 Trace.warnings of its own kind (kept by the archive and shown by the HTML), its meta
 carries the instrumentation's cost, and "auto" picks the GPU."""
+import os
+import subprocess
+import sys
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -12,6 +16,7 @@ from gwatch_nb.options import TraceOptions
 from gwatch_nb.tiers import TracingSession
 
 pytestmark = pytest.mark.gpu
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 @pytest.fixture
@@ -71,3 +76,17 @@ def test_the_magic_keeps_the_widget_it_shows(x):
         result = shell.run_cell("%%gwatch -k matmul_kernel -t auto -o tr\nmatmul.matmul(x, x)\n")
     assert result.success
     assert shell.user_ns["tr"].meta["tier"] == "ptx" and shell.user_ns["_gwatch_widget"]._trace is shell.user_ns["tr"]
+
+
+@pytest.mark.parametrize("tier", ["sass", "auto", "ptx"])
+def test_a_trace_that_is_the_processs_first_cuda_work(tier):
+    """Tracing starts before any CUDA context exists (a fresh process whose first GPU work
+    is the traced code): the tiers pick the device that work will use."""
+    script = (
+        "import torch, gwatch_nb\n"
+        "from examples import softmax\n"
+        "work = lambda: softmax.softmax(torch.randn(256, 512, device='cuda'))\n"
+        f"print(len(gwatch_nb.do_trace(work, 'softmax_kernel', instrumentation_tier={tier!r}).df))\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert int(done.stdout.split()[-1]) > 0

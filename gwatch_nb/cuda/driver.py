@@ -47,7 +47,13 @@ def init() -> int:
 
 
 def current_device() -> int:
-    return int(check(_driver().cuCtxGetDevice(), "cuCtxGetDevice"))
+    """The device of the calling thread's current context; before the process's first CUDA
+    work there is none, and that work will run on device 0 unless it picks another."""
+    cu = _driver()
+    result = cu.cuCtxGetDevice()
+    if result[0] == cu.CUresult.CUDA_ERROR_INVALID_CONTEXT:
+        return 0
+    return int(check(result, "cuCtxGetDevice"))
 
 
 def device_info(device: int) -> dict:
