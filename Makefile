@@ -26,8 +26,10 @@ $(VENV)/.installed: pyproject.toml
 trace: $(VENV)/.installed
 	$(PY) examples/cuda/trace/trace_triton_attention.py --report trace.html
 
-# The whole test suite; browser tests need Debian's chromium (installed here when running as root).
+# The whole test suite, a worker per core (each test file on one worker, so a file's
+# fixtures are made once); browser tests need Debian's chromium (installed here when running
+# as root). It ends with the time each group of tests took.
 test: $(VENV)/.installed
 	@command -v chromium >/dev/null 2>&1 || [ "$$(id -u)" != 0 ] || \
 		(apt-get update -qq && apt-get install -y -qq chromium >/dev/null)
-	$(PY) -m pytest tests -rs
+	$(PY) -m pytest tests -rs -n auto --dist loadfile
