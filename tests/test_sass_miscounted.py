@@ -59,3 +59,18 @@ def test_a_loop_kept_as_a_loop_is_counted_as_its_markers_run():
     made, ptx, why = _checked(counted_taps, {"x_ptr": "*fp32", "out_ptr": "*fp32", "taps": "i32"}, {"BLOCK": 128})
     assert markers.ptx_start_depths(ptx)[2] == [1] == made.start_depths[2]
     assert why == ""
+
+
+@pytest.mark.parametrize("name", ["flattened persistent matmul", "warp-specialized TMA matmul"])
+def test_sentinels_the_ptx_tier_itself_miscounts_are_not_the_reference(name):
+    """The pipeliner's copies of a start before the loop holding it (the flattened matmul),
+    and a warp-specialized kernel's markers, which Triton moves: neither makes a kernel
+    miscounted, though their sentinels sit elsewhere than the sass tier's starts."""
+    import sass_cubins
+    case = next(c for c in sass_cubins.CASES if c.name == name)
+    kernel = sass_cubins.compiled(case)
+    made = instrument(kernel.asm["cubin"], kernel.metadata.name, markers.from_source(case.fn))
+    ptx = kernel.asm["ptx"]
+    moved = {s: d for s, d in markers.ptx_start_depths(ptx).items() if made.start_depths.get(s) not in (None, d)}
+    assert moved, "the sentinels now sit where the starts do: the case no longer shows the exemption"
+    assert _miscounted(types.SimpleNamespace(ptx=ptx), made.start_depths) == ""

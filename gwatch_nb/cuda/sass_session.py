@@ -130,10 +130,21 @@ def _miscounted(source, start_depths: dict[int, list[int]]) -> str:
     """Why some scope's readings would not run as often as its markers in the PTX (the ptx
     tier's records, the count a user reasons with), or "": the compiler copied or unrolled its
     code, or moved it into another loop, so its starts sit in other loops or in more or fewer
-    places than the PTX's sentinels."""
-    in_ptx = marker_sources.ptx_start_depths(source.ptx or "")
-    differ = [(scope, in_ptx[scope], depths) for scope, depths in sorted(start_depths.items())
-              if in_ptx.get(scope) and in_ptx[scope] != depths]
+    places than the PTX's sentinels. Two kinds of sentinel do not count: those of a
+    warp-specialized kernel (`setmaxnreg`: Triton moves and drops its markers), and copies the
+    pipeliner put before a loop whose body holds the scope too (the ptx tier records those
+    peeled stages as instances of their own; the sass tier's readings count iterations)."""
+    ptx = source.ptx or ""
+    if "setmaxnreg" in ptx:
+        return ""
+    in_ptx = marker_sources.ptx_start_depths(ptx)
+    differ = []
+    for scope, depths in sorted(start_depths.items()):
+        sentinels = in_ptx.get(scope, [])
+        if min(depths, default=0) > 0 and max(sentinels, default=0) > 0:
+            sentinels = [d for d in sentinels if d > 0]
+        if sentinels and sentinels != depths:
+            differ.append((scope, sentinels, depths))
     if not differ:
         return ""
     scope, ptx_depths, depths = differ[0]
