@@ -5,7 +5,6 @@ read, 'x' both)."""
 import pytest
 
 import sass_census
-import sass_cubins
 import sass_ptx_kernels
 import sass_reference
 from gwatch_nb.errors import SassRewriteError
@@ -19,14 +18,6 @@ from gwatch_nb.sass.registers import register_bit, register_names, register_use
 NOT_WRITTEN = {"LDGSTS": ("P", "UP"), "CALL": ("R", "P", "UR", "UP")}
 
 
-def _cases():
-    cases = dict(sass_cubins.cubins())
-    cases.update({f"h200 {name}": cubin for name, cubin in sass_cubins.h200_cubins().items()})
-    cases["wide forms (PTX)"] = sass_ptx_kernels.cubin(sass_ptx_kernels.WIDE_FORMS)
-    cases["calls (PTX)"] = sass_ptx_kernels.cubin(sass_ptx_kernels.CALLS)
-    cases["more forms (PTX)"] = sass_ptx_kernels.cubin(sass_ptx_kernels.MORE_FORMS)
-    return cases
-
 
 CENSUS = [f"census {name}" for name in sass_census.CASE]
 
@@ -34,7 +25,7 @@ CENSUS = [f"census {name}" for name in sass_census.CASE]
 def _cubin(case: str) -> bytes:
     if case.startswith("census "):
         return sass_census.compiled(case.removeprefix("census ")).asm["cubin"]
-    return _cases()[case]
+    return sass_census.other_cubins()[case]
 
 
 def _instruction(text: str, predicate=None) -> Instruction:
@@ -43,7 +34,7 @@ def _instruction(text: str, predicate=None) -> Instruction:
     return Instruction(0, 0, 0, predicate, opcode, operands, None)
 
 
-@pytest.mark.parametrize("case", sorted(_cases()) + CENSUS)
+@pytest.mark.parametrize("case", sorted(sass_census.other_cubins()) + CENSUS)
 def test_every_instruction_matches_nvdisasm(case):
     cubin = _cubin(case)
     reference = sass_reference.life_ranges(cubin)
