@@ -43,7 +43,7 @@ class SassTraceSession(TraceSession):
             if not self.options.fallback or error.kind != "rewrite_failed":
                 raise
             return self._on_ptx_tier(context, function, source, error.reason)
-        miscounted = _miscounted(source, kernel.extra["start_depths"]) if kernel is not None else ""
+        miscounted = kernel.extra["miscounted"] if kernel is not None else ""
         if miscounted:
             if self.options.fallback:
                 return self._on_ptx_tier(context, function, source, miscounted)
@@ -193,4 +193,5 @@ def _build(source, scopes: frozenset | None, auto: bool) -> InstrumentedKernel |
         sites=tuple(range(len(made.sites["site"]))), table=made.table, resources=resources(function),
         build_seconds=time.perf_counter() - began, buffer=layout.SASS_BUFFERS,
         extra=dict(sites=made.sites, scope_names=made.scope_names, cost=made.cost, seconds=made.seconds,
-                   left_out=made.left_out, open_at_exit=made.open_at_exit, start_depths=made.start_depths))
+                   left_out=made.left_out, open_at_exit=made.open_at_exit,
+                   miscounted=_miscounted(source, made.start_depths)))
