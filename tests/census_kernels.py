@@ -127,7 +127,9 @@ def minmax3(X, Y, Z, Out, N, BLOCK: tl.constexpr):
     x = tl.load(X + offs, mask=mask)
     y = tl.load(Y + offs, mask=mask)
     z = tl.load(Z + offs, mask=mask)
-    out = tl.maximum(tl.maximum(x, y), z) + tl.minimum(tl.minimum(x, y), z) + tl.clamp(x, y, z)
+    out = tl.maximum(tl.maximum(x, y), z) + tl.minimum(tl.minimum(x, y), z)
+    if x.dtype.is_floating():  # Triton 3.6 clamps floats only
+        out += tl.clamp(x, y, z)
     tl.store(Out + offs, out, mask=mask)
     scope_end(900)
 
