@@ -57,10 +57,6 @@ def _in_range(scope_id: int, scopes) -> int:
 def no_markers_message(kernel: str, scopes: frozenset[int] | None) -> str:
     """What a matching kernel with nothing to record says."""
     if scopes is None:
-        from .triton import MARKERS
-        if MARKERS == "none":
-            return (f"{kernel}: matched, but GWATCH_MARKERS=none compiled its markers to nothing; the sass tier "
-                    "(instrumentation_tier='sass') reads them from the source")
         return f"{kernel}: matched, but it has no scope_start/scope_end markers"
     return (f"{kernel}: matched, but none of its markers is of the scopes traced "
             f"({', '.join(map(str, sorted(scopes)))}); it ran untraced")

@@ -23,6 +23,7 @@ class KernelSource:
     origin: str     # "load-hook" or "compiled-kernel"
     cubin: bytes | None = field(default=None, repr=False)  # the cubin Triton loaded (the sass tier's input)
     function: object = field(default=None, repr=False, compare=False)  # the @triton.jit function, where known
+    compiled_from: object = field(default=None, repr=False, compare=False)  # Triton's ASTSource of it, where known
     digest: str = field(init=False)  # sha256 of the PTX, computed once
 
     def __post_init__(self):
@@ -77,7 +78,7 @@ class TritonSources:
         compiled = self._from_compiled_kernels(handle)
         if compiled is None or compiled.function is None:
             return source
-        source = dataclasses.replace(source, function=compiled.function)
+        source = dataclasses.replace(source, function=compiled.function, compiled_from=compiled.compiled_from)
         if self._loaded.get(handle) is not None:
             self._loaded[handle] = source
         return source
@@ -119,4 +120,5 @@ def _scan_compiled_kernels() -> None:
         if handle not in _scanned:
             _scanned[handle] = (weakref.ref(obj), KernelSource(name, ptx, metadata, "compiled-kernel",
                                                                triton_compat.compiled_cubin(obj),
-                                                               triton_compat.jit_function(obj)))
+                                                               triton_compat.jit_function(obj),
+                                                               triton_compat.compile_source(obj)))

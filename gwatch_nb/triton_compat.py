@@ -156,6 +156,24 @@ def jit_function(obj):
     return getattr(getattr(obj, "src", None), "fn", None)
 
 
+def compile_source(obj):
+    """The ASTSource a CompiledKernel was compiled from (``src``, 3.4-3.9), or None."""
+    src = getattr(obj, "src", None)
+    return src if getattr(src, "fn", None) is not None else None
+
+
+def recompile(src, metadata: dict):
+    """The CompiledKernel Triton makes of ``src`` with the options of ``metadata`` (a
+    metadata_dict)."""
+    import triton
+    from triton.backends.compiler import GPUTarget
+
+    def frozen(value):  # the options are hashed: lists (as JSON gives them) become tuples
+        return tuple(frozen(v) for v in value) if isinstance(value, (list, tuple)) else value
+    return triton.compile(src, target=GPUTarget(**metadata["target"]),
+                          options={k: frozen(v) for k, v in metadata.items() if k != "target"})
+
+
 def loaded_handle(obj) -> int | None:
     """The CUfunction handle a CompiledKernel holds now (None once unloaded)."""
     return None if obj is None else obj.function

@@ -1,5 +1,6 @@
 """Compile Triton kernels to PTX for sm_90 on a machine without a GPU, and read back the
 SASS that Triton's ptxas makes of PTX."""
+import contextlib
 import functools
 import os
 import subprocess
@@ -9,13 +10,18 @@ import triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 
+from gwatch_nb import triton as gwatch_triton
+
 TARGET = GPUTarget("cuda", 90, 32)
 
 
 @functools.lru_cache(maxsize=None)
-def _compile(fn, signature: tuple, constexprs: tuple, num_warps: int, num_stages: int):
+def _compile(fn, signature: tuple, constexprs: tuple, num_warps: int, num_stages: int, sentinels: bool = True):
+    """Triton's build of `fn`; its markers as PTX sentinels (what the ptx tier reads) unless
+    `sentinels` is False (what a launch builds)."""
     src = ASTSource(fn=fn, signature=dict(signature), constexprs=dict(constexprs))
-    return triton.compile(src, target=TARGET, options={"num_warps": num_warps, "num_stages": num_stages})
+    with gwatch_triton.sentinels() if sentinels else contextlib.nullcontext():
+        return triton.compile(src, target=TARGET, options={"num_warps": num_warps, "num_stages": num_stages})
 
 
 def compile_kernel(fn, signature: dict, constexprs: dict | None = None, num_warps: int = 4, num_stages: int = 3):

@@ -7,7 +7,7 @@ import hashlib
 import threading
 import time
 
-from .. import layout, records
+from .. import layout, records, sentinels
 from ..errors import SassRewriteError, TraceFailedError, UnsupportedGpuError
 from ..sass import markers as marker_sources
 from ..sass.instrument import SITE_COLUMNS, instrument
@@ -37,6 +37,12 @@ class SassTraceSession(TraceSession):
 
     def _build(self, context: int, function: int, source) -> InstrumentedKernel | None:
         source = self._sources.with_function(source, function)  # its markers are read from its source
+        # The count check and the choice of a fallback read the markers' sentinels in the PTX
+        # (without them, the readings are placed all the same, unchecked).
+        try:
+            source = sentinels.ensure(source)
+        except TraceFailedError:
+            pass
         try:
             kernel = sass_kernel(context, function, source, self.options.scopes, self.options.auto)
         except TraceFailedError as error:

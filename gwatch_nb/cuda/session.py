@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .. import launch_config, layout, overhead, records, triton_compat
+from .. import launch_config, layout, overhead, records, sentinels, triton_compat
 from ..autotune import AutotuneWatch
 from ..errors import TraceFailedError
 from ..instrumentation_cost import warning as cost_warning
@@ -411,6 +411,9 @@ class TraceSession:
     def _build(self, context: int, function: int, source) -> InstrumentedKernel | None:
         """The tier's instrumented copy of a kernel (None: none of its markers is traced);
         raises TraceFailedError naming the problem's kind."""
+        # The markers of the kernel Triton loaded compiled to nothing: the copy rewritten here is
+        # compiled again with their sentinels.
+        source = sentinels.ensure(self._sources.with_function(source, function))
         return instrument_kernel(context, function, source, self.options.scopes)
 
     def _note_cost(self, name: str, view: _LaunchView, kernel: InstrumentedKernel) -> None:
