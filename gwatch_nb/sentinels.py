@@ -15,6 +15,9 @@ from .sass import markers as marker_sources
 from .sources import KernelSource
 from .triton import sentinels
 
+#: What a launch of the kernel fixes: the copy's must be the kernel's own.
+LAUNCH_KEYS = ("num_warps", "num_ctas", "shared", "global_scratch_size")
+
 _lock = threading.Lock()
 _ptx: dict[str, str] = {}  # digest of the kernel's own PTX -> the PTX with sentinels
 
@@ -44,7 +47,7 @@ def ensure(source: KernelSource) -> KernelSource:
 def _compile(source: KernelSource) -> str:
     try:
         with sentinels():
-            kernel = triton_compat.recompile(source.compiled_from, source.metadata)
+            kernel = triton_compat.recompile(*source.compiled_from)
     except Exception as error:  # Triton's own compile errors name the kernel's line
         raise TraceFailedError(f"{source.name}: its markers could not be compiled as PTX sentinels "
                                f"({type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}); "
@@ -52,4 +55,10 @@ def _compile(source: KernelSource) -> str:
     if kernel.name != source.name or not has_sentinels(kernel.asm["ptx"]):
         raise TraceFailedError(f"{source.name}: compiled again with its markers, it left no sentinels; it ran "
                                "untraced", "rewrite_failed")
+    # The copy runs with the kernel's own launch: it must ask for the very same block.
+    built = triton_compat.metadata_dict(kernel.metadata)
+    differ = [key for key in LAUNCH_KEYS if built.get(key) != source.metadata.get(key)]
+    if differ:
+        raise TraceFailedError(f"{source.name}: compiled again with its markers, it needs another "
+                               f"{', '.join(differ)} than the kernel launched; it ran untraced", "rewrite_failed")
     return kernel.asm["ptx"]

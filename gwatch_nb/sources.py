@@ -23,7 +23,8 @@ class KernelSource:
     origin: str     # "load-hook" or "compiled-kernel"
     cubin: bytes | None = field(default=None, repr=False)  # the cubin Triton loaded (the sass tier's input)
     function: object = field(default=None, repr=False, compare=False)  # the @triton.jit function, where known
-    compiled_from: object = field(default=None, repr=False, compare=False)  # Triton's ASTSource of it, where known
+    # (Triton's ASTSource, the options) it was compiled from, where known (triton_compat.compile_source)
+    compiled_from: tuple | None = field(default=None, repr=False, compare=False)
     digest: str = field(init=False)  # sha256 of the PTX, computed once
 
     def __post_init__(self):

@@ -52,6 +52,7 @@ import contextlib
 import gc
 import io
 import inspect
+import re
 from typing import Callable, Iterator
 
 from triton.language import core
@@ -156,22 +157,30 @@ def jit_function(obj):
     return getattr(getattr(obj, "src", None), "fn", None)
 
 
-def compile_source(obj):
-    """The ASTSource a CompiledKernel was compiled from (``src``, 3.4-3.9), or None."""
+def compile_source(obj) -> tuple | None:
+    """(the ASTSource, the options) a CompiledKernel was compiled from (``src``, 3.4-3.9), or
+    None. The options are its metadata's, but for ``num_warps``: a warp-specialized kernel's
+    metadata counts every partition's warps, its TTGIR (``ttg.num-warps``) those asked for."""
     src = getattr(obj, "src", None)
-    return src if getattr(src, "fn", None) is not None else None
+    if getattr(src, "fn", None) is None:
+        return None
+    options = metadata_dict(obj.metadata)
+    asked = re.search(r'"ttg\.num-warps"\s*=\s*(\d+)', obj.asm.get("ttgir", "") if hasattr(obj.asm, "get") else "")
+    if asked:
+        options["num_warps"] = int(asked.group(1))
+    return src, options
 
 
-def recompile(src, metadata: dict):
-    """The CompiledKernel Triton makes of ``src`` with the options of ``metadata`` (a
-    metadata_dict)."""
+def recompile(src, options: dict):
+    """The CompiledKernel Triton makes of ``src`` with ``options`` (a metadata_dict, as
+    compile_source gives them)."""
     import triton
     from triton.backends.compiler import GPUTarget
 
     def frozen(value):  # the options are hashed: lists (as JSON gives them) become tuples
         return tuple(frozen(v) for v in value) if isinstance(value, (list, tuple)) else value
-    return triton.compile(src, target=GPUTarget(**metadata["target"]),
-                          options={k: frozen(v) for k, v in metadata.items() if k != "target"})
+    return triton.compile(src, target=GPUTarget(**options["target"]),
+                          options={k: frozen(v) for k, v in options.items() if k != "target"})
 
 
 def loaded_handle(obj) -> int | None:

@@ -76,7 +76,8 @@ def test_the_magic_keeps_the_widget_it_shows(x):
     with capture_output():
         result = shell.run_cell("%%gwatch -k matmul_kernel -t auto -o tr\nmatmul.matmul(x, x)\n")
     assert result.success
-    assert shell.user_ns["tr"].meta["tier"] == "ptx" and shell.user_ns["_gwatch_widget"]._trace is shell.user_ns["tr"]
+    assert shell.user_ns["tr"].meta["tier"] == tiers.resolve("auto")
+    assert shell.user_ns["_gwatch_widget"]._trace is shell.user_ns["tr"]
 
 
 @pytest.mark.parametrize("tier", ["sass", "auto", "ptx"])

@@ -12,6 +12,7 @@ import sys
 import pytest
 
 from compile_kernels import _compile, compile_ptx
+from corpus import CASES as ALL_CASES
 from test_idle_markers import FLATTENED, PERSISTENT, _marked_and_plain_ptx, _sass_instructions
 from gwatch_nb import sentinels, triton_compat
 from gwatch_nb.sass import markers
@@ -20,6 +21,9 @@ from gwatch_nb.sources import KernelSource
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CASES = [FLATTENED, PERSISTENT[0]]
+# A warp-specialized kernel's metadata counts every partition's warps: the copy is built with
+# the warps its launch asked for, as the kernel was.
+(WARP_SPECIALIZED,) = [c for c in ALL_CASES if c.name == "warp-specialized TMA matmul"]
 
 if os.environ.get("TRITON_INTERPRET") == "1":
     pytest.skip("compiling needs Triton's compiler, which TRITON_INTERPRET=1 replaces", allow_module_level=True)
@@ -47,7 +51,7 @@ def test_the_sass_tier_places_the_scopes_of_markers_compiled_to_nothing(case):
     assert len(made.sites["site"]) > 0 and set(made.sites["scope"]) <= set(case.scopes)
 
 
-@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+@pytest.mark.parametrize("case", CASES + [WARP_SPECIALIZED], ids=lambda c: c.name)
 def test_a_trace_that_needs_sentinels_compiles_a_copy_with_them(case):
     built = _launch_build(case)
     source = KernelSource(built.name, built.asm["ptx"], triton_compat.metadata_dict(built.metadata),
@@ -55,6 +59,7 @@ def test_a_trace_that_needs_sentinels_compiles_a_copy_with_them(case):
     copy = sentinels.ensure(source)
     assert copy.ptx == compile_ptx(case.fn, case.signature, case.constexprs, case.num_warps, case.num_stages)
     assert copy.cubin == source.cubin and copy.digest != source.digest
+    assert copy.metadata == source.metadata
     # Cached apart: the next launch build is still the one without sentinels.
     _compile.cache_clear()
     assert _launch_build(case).asm["ptx"] == built.asm["ptx"]

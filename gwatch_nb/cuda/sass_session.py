@@ -182,7 +182,9 @@ def _markers(source) -> list:
 def _build(source, scopes: frozenset | None, auto: bool) -> InstrumentedKernel | None:
     began = time.perf_counter()
     try:
-        made = instrument(source.cubin, source.name, _markers(source), scopes, auto)
+        shared = source.metadata.get("shared")  # the launches' shared memory (Triton's is all dynamic)
+        made = instrument(source.cubin, source.name, _markers(source), scopes, auto,
+                          shared if isinstance(shared, int) else None)
     except SassRewriteError as error:
         raise TraceFailedError(f"{source.name}: the sass tier cannot instrument it ({error}); it ran untraced",
                                "rewrite_failed", reason=str(error)) from None

@@ -5,6 +5,7 @@ tier's three parameters appended. What comes back says where every reading went
 (`sites`, trace.sites' rows) and what the probes cost in instructions."""
 from __future__ import annotations
 
+import struct
 import time
 from dataclasses import dataclass
 
@@ -45,9 +46,11 @@ class InstrumentedCubin:
 
 
 def instrument(cubin: bytes, kernel: str, markers: list, scopes: frozenset | None = None,
-               auto: bool = False) -> InstrumentedCubin | None:
+               auto: bool = False, shared_bytes: int | None = None) -> InstrumentedCubin | None:
     """`kernel` of `cubin` with a reading at every site of the `markers` (of `scopes`, all when
-    None) and, with `auto`, at every automatic site; None when there is no site to read."""
+    None) and, with `auto`, at every automatic site; None when there is no site to read.
+    `shared_bytes`: the shared memory its launches use, where known (the register count may
+    then rise as far as an SM still holds as many of its blocks)."""
     began = time.perf_counter()
     instructions = decoded(cubin).get(kernel)
     if instructions is None:
@@ -91,6 +94,7 @@ def instrument(cubin: bytes, kernel: str, markers: list, scopes: frozenset | Non
     num_params, params = _parameters(view, kernel)
     readings = _readings(rows)
     registers = view.registers(kernel)
+    block = _block(view, kernel, shared_bytes)
     count, left_out = registers, unplaced
     while True:
         if not rows:
@@ -110,8 +114,8 @@ def instrument(cubin: bytes, kernel: str, markers: list, scopes: frozenset | Non
             rows = [r for r in rows if r["scope"] not in unsound]
             readings = _readings(rows)
         except probes.TooFewRegisters as error:
-            if count == registers and free_register_count(registers) > registers:
-                count = free_register_count(registers)
+            if count == registers and free_register_count(registers, block) > registers:
+                count = free_register_count(registers, block)
             elif error.reading is None:
                 raise
             else:  # leave out the pair (start and its ends) the reading belongs to
@@ -171,7 +175,9 @@ def _reading_order(rows: list[dict]):
 
 
 #: What an SM holds: 64K registers, at most 64 warps; a warp's registers are allocated 256 at a time.
-SM_REGISTERS, SM_WARPS, WARP_ALLOCATION = 65536, 64, 256
+SM_REGISTERS, SM_WARPS, WARP_ALLOCATION, SM_BLOCKS = 65536, 64, 256, 32
+#: Shared memory an sm_90 SM holds, and what the system reserves of it per block.
+SM_SHARED, BLOCK_SHARED_RESERVED = 228 * 1024, 1024
 
 
 def warps_per_sm(registers: int) -> int:
@@ -180,14 +186,35 @@ def warps_per_sm(registers: int) -> int:
     return min(SM_WARPS, SM_REGISTERS // per_warp)
 
 
-def free_register_count(registers: int) -> int:
-    """The largest register count at which an SM holds as many warps as at `registers`: what
-    the probes may raise a small kernel's count to when it leaves them too few."""
+def blocks_per_sm(registers: int, warps: int, shared_bytes: int) -> int:
+    """Blocks of `warps` warps using `shared_bytes` of shared memory an SM can hold at this
+    register count: the least of what its registers, warp slots, shared memory and block
+    slots allow."""
+    by_shared = SM_SHARED // (shared_bytes + BLOCK_SHARED_RESERVED)
+    return min(warps_per_sm(registers) // warps, SM_WARPS // warps, by_shared, SM_BLOCKS)
+
+
+def free_register_count(registers: int, block: tuple[int, int] | None = None) -> int:
+    """The largest register count at which an SM holds as many of the kernel's warps as at
+    `registers` (as many blocks, where `block` gives its warps and shared bytes): what the
+    probes may raise a kernel's count to when it leaves them too few."""
+    def held(count: int) -> int:
+        return warps_per_sm(count) if block is None else blocks_per_sm(count, *block)
     best = registers
     for count in range(registers, 256):
-        if warps_per_sm(count) == warps_per_sm(registers):
+        if held(count) == held(registers):
             best = count
     return best
+
+
+def _block(view: Cubin, kernel: str, shared_bytes: int | None) -> tuple[int, int] | None:
+    """The kernel's warps per block (its EIATTR_REQNTID) and shared memory bytes, or None
+    where either is not known."""
+    threads = next((a.payload for a in view.attributes(kernel) if a.name == "EIATTR_REQNTID"), None)
+    if shared_bytes is None or threads is None or len(threads) < 12:
+        return None
+    x, y, z = struct.unpack_from("<3I", threads)
+    return -(-x * y * z // 32), shared_bytes
 
 
 def _parameters(view: Cubin, kernel: str) -> tuple[int, probes.Parameters]:
