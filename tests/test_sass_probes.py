@@ -736,3 +736,18 @@ def test_left_out_marker_pairs_name_the_instruction_they_were_tried_at():
         assert not any(s == entry["scope"] and pr == entry["pair"]
                        for s, pr in zip(result.sites["scope"], result.sites["pair"]))
     assert result.cost["readings"] == len(placed) - 2 * len(result.left_out)
+
+
+def test_registers_rise_as_far_as_an_sm_holds_as_many_blocks():
+    """With the block's warps and shared memory known, the count may rise until an SM holds
+    fewer blocks: a 4-warp block of 100 KB shared memory fits twice per SM (228 KB, 1 KB of
+    it reserved per block) whatever its registers, so any count up to 255 is free; with
+    registers alone the same 127-register kernel could not rise at all."""
+    from gwatch_nb.sass.instrument import blocks_per_sm, free_register_count
+    assert blocks_per_sm(127, 4, 100 * 1024) == 2
+    assert free_register_count(127, (4, 100 * 1024)) == 255
+    assert free_register_count(127) == 128
+    # 40 registers is a boundary of the 256-register allocation: 12 blocks of 4 warps at 40,
+    # 10 at 41 to 48.
+    assert blocks_per_sm(40, 4, 0) == 12 and blocks_per_sm(41, 4, 0) == 10
+    assert free_register_count(40, (4, 0)) == 40
