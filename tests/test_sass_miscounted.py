@@ -74,3 +74,29 @@ def test_sentinels_the_ptx_tier_itself_miscounts_are_not_the_reference(name):
     moved = {s: d for s, d in markers.ptx_start_depths(ptx).items() if made.start_depths.get(s) not in (None, d)}
     assert moved, "the sentinels now sit where the starts do: the case no longer shows the exemption"
     assert _miscounted(types.SimpleNamespace(ptx=ptx), made.start_depths) == ""
+
+
+@triton.jit
+def _scaled_row(x_ptr, offsets, scale):
+    scope_start(5)  # marked in the function the kernel calls, as tutorial 06 marks _attn_fwd_inner
+    x = tl.load(x_ptr + offsets) * scale
+    scope_end(5)
+    return x
+
+
+@triton.jit
+def calls_a_marked_helper(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    scope_start(4)
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offsets, _scaled_row(x_ptr, offsets, 2.0))
+    scope_end(4)
+
+
+def test_a_scope_marked_in_a_called_function_is_named_left_out_so_auto_takes_the_ptx_tier():
+    from gwatch_nb.cuda.sass_session import marked_elsewhere
+    kernel = compile_kernel(calls_a_marked_helper, {"x_ptr": "*fp32", "out_ptr": "*fp32"}, {"BLOCK": 128})
+    made = instrument(kernel.asm["cubin"], kernel.metadata.name, markers.from_source(calls_a_marked_helper))
+    source = types.SimpleNamespace(ptx=kernel.asm["ptx"])
+    assert set(made.sites["scope"]) == {4} and made.left_out == []  # the helper's scope has no reading
+    assert marked_elsewhere(source, made, None) == [5]
+    assert marked_elsewhere(source, made, frozenset({4})) == []  # not asked for: nothing is missing

@@ -57,11 +57,11 @@ class SassTraceSession(TraceSession):
         left_out = kernel.extra["left_out"] if kernel is not None else []
         if left_out:
             shown = ", ".join(f"scope {o['scope']} at instruction {o['instruction']}" if o["instruction"] is not None
-                              else f"scope {o['scope']} (none of its code is in the compiled kernel)"
+                              else f"scope {o['scope']} ({o['reason']})"
                               for o in left_out[:3])
             more = f" and {len(left_out) - 3} more" if len(left_out) > 3 else ""
-            why = f"{len(left_out)} scope pair(s) not read (no free registers, no sound place, or no code): " \
-                  f"{shown}{more}"
+            why = (f"{len(left_out)} scope pair(s) not read (no free registers, no sound place, no code, or "
+                   f"marked elsewhere): {shown}{more}")
             # Worth the ptx tier only where it reads that scope: a marker Triton kept in the PTX.
             if self.options.fallback and {o["scope"] for o in left_out} & _ptx_scopes(source):
                 return self._on_ptx_tier(context, function, source, why)
@@ -168,15 +168,23 @@ def _ptx_scopes(source) -> set[int]:
 
 
 def _markers(source) -> list:
-    """The kernel's markers: from its Python source where the function is known (it still names
-    the markers Triton drops in warp-specialized loops, and those GWATCH_MARKERS=none compiles
-    to nothing), else from the sentinels in its PTX."""
+    """The kernel's markers: from its Python source where the function is known (markers compile
+    to nothing, and the source still names those Triton drops in warp-specialized loops), else
+    from the sentinels in its PTX."""
     if source.function is not None:
         try:
             return marker_sources.from_source(source.function)
         except SassRewriteError:
             pass
     return marker_sources.from_ptx(source.ptx)
+
+
+def marked_elsewhere(source, made, scopes: frozenset | None) -> list[int]:
+    """Scopes whose markers the PTX holds but the kernel's own source does not (in a @triton.jit
+    function it calls, say): the sass tier has no reading for them, neither placed nor left
+    out, so they are named as left out, and tier auto takes the ptx tier."""
+    placed = set(made.sites["scope"]) | {o["scope"] for o in made.left_out} if made is not None else set()
+    return sorted(s for s in _ptx_scopes(source) - placed if scopes is None or s in scopes)
 
 
 def _build(source, scopes: frozenset | None, auto: bool) -> InstrumentedKernel | None:
@@ -188,8 +196,15 @@ def _build(source, scopes: frozenset | None, auto: bool) -> InstrumentedKernel |
     except SassRewriteError as error:
         raise TraceFailedError(f"{source.name}: the sass tier cannot instrument it ({error}); it ran untraced",
                                "rewrite_failed", reason=str(error)) from None
+    unread = marked_elsewhere(source, made, scopes)
+    if unread and made is None:
+        why = f"scopes {unread} are marked outside the kernel's own source, which the sass tier reads"
+        raise TraceFailedError(f"{source.name}: the sass tier cannot instrument it ({why}); it ran untraced",
+                               "rewrite_failed", reason=why)
     if made is None:
         return None
+    made.left_out.extend(dict(scope=scope, pair=0, instruction=None, reason="marked outside the kernel's own "
+                              "source (a function it calls), which the sass tier reads") for scope in unread)
     try:
         module = driver.load_cubin(made.cubin)
         function = driver.get_function(module, source.name)
