@@ -20,7 +20,7 @@ class KernelSource:
     name: str
     ptx: str
     metadata: dict  # Triton's compile metadata (target, num_warps, enable_fp_fusion, ...)
-    origin: str     # "load-hook" or "compiled-kernel"
+    origin: str     # "load-hook", "compiled-kernel" or "triton-cache" (a kernel torch.compile launches itself)
     cubin: bytes | None = field(default=None, repr=False)  # the cubin Triton loaded (the sass tier's input)
     function: object = field(default=None, repr=False, compare=False)  # the @triton.jit function, where known
     # (Triton's ASTSource, the options) it was compiled from, where known (triton_compat.compile_source)
@@ -114,7 +114,8 @@ class TritonSources:
 
 
 def _scan_compiled_kernels() -> None:
-    """Index every loaded CompiledKernel of the process (one pass over the heap)."""
+    """Index every loaded CompiledKernel of the process, and every kernel torch.compile
+    launches itself (one pass over the heap each)."""
     for handle in [h for h, (ref, _) in _scanned.items() if triton_compat.loaded_handle(ref()) != h]:
         del _scanned[handle]
     for obj, handle, name, ptx, metadata in triton_compat.compiled_kernels():
@@ -123,3 +124,19 @@ def _scan_compiled_kernels() -> None:
                                                                triton_compat.compiled_cubin(obj),
                                                                triton_compat.jit_function(obj),
                                                                triton_compat.compile_source(obj)))
+    for obj, handle, name, digest in triton_compat.static_launchers():
+        if handle not in _scanned:
+            source = _from_cache(name, digest)
+            if source is not None:
+                _scanned[handle] = (weakref.ref(obj), source)
+
+
+def _from_cache(name: str, digest: str) -> KernelSource | None:
+    """A kernel's source from the files Triton cached for it (its folder is named by its hash)."""
+    for directory in triton_compat.triton_cache_dirs():
+        folder = os.path.join(directory, triton_compat.cache_folder(digest))
+        if os.path.isdir(folder):
+            source = TritonSources._from_files(name, {f: os.path.join(folder, f) for f in os.listdir(folder)})
+            if source is not None:
+                return dataclasses.replace(source, origin="triton-cache")
+    return None

@@ -48,10 +48,12 @@ wheels (what each lacks is said below and handled here):
 """
 from __future__ import annotations
 
+import base64
 import contextlib
 import gc
 import io
 import inspect
+import os
 import re
 from typing import Callable, Iterator
 
@@ -144,6 +146,37 @@ def compiled_kernels() -> Iterator[tuple[object, int, str, str, dict]]:
         ptx = obj.asm.get("ptx") if hasattr(obj.asm, "get") else None
         if handle and ptx is not None:
             yield obj, int(handle), obj.name, ptx, metadata_dict(obj.metadata)
+
+
+def static_launchers() -> Iterator[tuple[object, int, str, str]]:
+    """(object, CUfunction handle, name, Triton's hash) of every loaded kernel torch.compile
+    launches itself (Inductor's StaticallyLaunchedCudaKernel: it loads the cubin Triton built
+    through its own launcher, so Triton neither hooks the load nor keeps a CompiledKernel)."""
+    for obj in gc.get_objects():
+        if type(obj).__name__ != "StaticallyLaunchedCudaKernel":
+            continue
+        handle, name, digest = getattr(obj, "function", None), getattr(obj, "name", None), getattr(obj, "hash", None)
+        if handle and isinstance(name, str) and isinstance(digest, str):
+            yield obj, int(handle), name, digest
+
+
+def triton_cache_dirs() -> list[str]:
+    """Where Triton may have kept a kernel's files: its cache directory, and Inductor's for each
+    device (torch.compile's compile workers build into it)."""
+    from triton import knobs
+    dirs = [os.environ.get("TRITON_CACHE_DIR"), knobs.cache.dir]
+    try:
+        from torch._inductor.runtime.cache_dir_utils import triton_cache_dir
+        dirs += [triton_cache_dir(device) for device in range(8)]
+    except Exception:  # no torch, or another Inductor: Triton's own directory is all there is
+        pass
+    return list(dict.fromkeys(d for d in dirs if d and os.path.isdir(d)))
+
+
+def cache_folder(digest: str) -> str:
+    """The name of the folder Triton's file cache keeps a compiled kernel's files in (its
+    hash in base 32, 3.4-3.9)."""
+    return base64.b32encode(bytes.fromhex(digest)).decode().rstrip("=")
 
 
 def compiled_cubin(obj) -> bytes | None:
