@@ -180,9 +180,9 @@ def _markers(source) -> list:
 
 
 def marked_elsewhere(source, made, scopes: frozenset | None) -> list[int]:
-    """Scopes whose markers the PTX holds but the kernel's own source does not (in a @triton.jit
-    function it calls, say): the sass tier has no reading for them, neither placed nor left
-    out, so they are named as left out, and tier auto takes the ptx tier."""
+    """Scopes whose markers the PTX holds but the source the sass tier read does not (a function
+    the kernel reaches other than by its name, say): it has no reading for them, neither placed
+    nor left out, so they are named as left out, and tier auto takes the ptx tier."""
     placed = set(made.sites["scope"]) | {o["scope"] for o in made.left_out} if made is not None else set()
     return sorted(s for s in _ptx_scopes(source) - placed if scopes is None or s in scopes)
 
@@ -198,13 +198,13 @@ def _build(source, scopes: frozenset | None, auto: bool) -> InstrumentedKernel |
                                "rewrite_failed", reason=str(error)) from None
     unread = marked_elsewhere(source, made, scopes)
     if unread and made is None:
-        why = f"scopes {unread} are marked outside the kernel's own source, which the sass tier reads"
+        why = f"scopes {unread} are marked where the sass tier did not read the kernel's source"
         raise TraceFailedError(f"{source.name}: the sass tier cannot instrument it ({why}); it ran untraced",
                                "rewrite_failed", reason=why)
     if made is None:
         return None
-    made.left_out.extend(dict(scope=scope, pair=0, instruction=None, reason="marked outside the kernel's own "
-                              "source (a function it calls), which the sass tier reads") for scope in unread)
+    made.left_out.extend(dict(scope=scope, pair=0, instruction=None, reason="marked where the sass tier did not "
+                              "read the kernel's source") for scope in unread)
     try:
         module = driver.load_cubin(made.cubin)
         function = driver.get_function(module, source.name)

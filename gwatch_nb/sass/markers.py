@@ -75,25 +75,42 @@ def from_ptx(ptx: str) -> list[Marker]:
 
 
 def from_source(kernel) -> list[Marker]:
-    """The markers written in a @triton.jit kernel (or a plain function) body, in source order.
-    Their ids must be integer literals (or names of integer constants of the kernel's module)."""
+    """The markers written in a @triton.jit kernel (or a plain function) body, and in the
+    @triton.jit functions it calls by name (Triton inlines them: their markers are the
+    kernel's), in source order; a marker in a function called inside a loop counts that loop.
+    Their ids must be integer literals (or names of integer constants of their module)."""
     fn = getattr(kernel, "fn", kernel)
+    found: set[Marker] = set()
+    _collect(fn, 0, found, set(), required=True)
+    return sorted(found)
+
+
+def _collect(fn, outer_loops: int, found: set, seen: set, required: bool = False) -> None:
+    if fn in seen:
+        return
+    seen.add(fn)
     try:
         lines, first = inspect.getsourcelines(fn)
         path = inspect.getsourcefile(fn)
     except (OSError, TypeError) as error:
+        if not required:
+            return  # a called function with no source adds no markers
         raise SassRewriteError(f"kernel {getattr(fn, '__name__', fn)}: no Python source to read markers from "
                                f"({error})") from None
     tree = ast.parse(textwrap.dedent("".join(lines)))
     constants = getattr(fn, "__globals__", {})
-    found = set()
     for node, loops in _calls(tree):
         callee = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
-        if callee not in _MARKERS:
-            continue
-        line = first + node.lineno - 1
-        found.add(Marker(path, line, _MARKERS[callee], _literal_id(node, constants, fn.__name__, line), loops))
-    return sorted(found)
+        if callee in _MARKERS:
+            line = first + node.lineno - 1
+            found.add(Marker(path, line, _MARKERS[callee], _literal_id(node, constants, fn.__name__, line),
+                             outer_loops + loops))
+        elif isinstance(node.func, ast.Name) and _is_jit_function(constants.get(node.func.id)):
+            _collect(constants[node.func.id].fn, outer_loops + loops, found, seen)
+
+
+def _is_jit_function(value) -> bool:
+    return type(value).__name__ == "JITFunction" and callable(getattr(value, "fn", None))
 
 
 def _calls(node: ast.AST, loops: int = 0):

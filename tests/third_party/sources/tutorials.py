@@ -12,6 +12,7 @@ C02 = "fd237c7cf9a7262f32fedbaa5027ab2736ead134"
 C03 = "7649d87cce6c12361bb9da234b9b227b2880b499"  # 03-matrix-multiplication.py, 08-grouped-gemm.py
 C04 = "7fd4724371b3a1ab786c0610df19c7683cb6a23b"
 C06 = "003da478d84f5bb0f51b3988cf0ea0bbe60282b7"
+C06B = "dc6ee3ed2cf9b2b436544d6153351f9bc679cc61"
 C09 = "02936a198800b2c0180cf63f2a69e776bcca6d7d"
 T = "python/tutorials/"
 
@@ -24,8 +25,13 @@ SOURCES = [
            ("_seeded_dropout",)),
     Source("tutorials/05_layer_norm", REPO, C01, T + "05-layer-norm.py", LICENCE,
            ("_layer_norm_fwd_fused _layer_norm_bwd_dx_fused _layer_norm_bwd_dwdb",)),
+    # Two versions of 06: the block-pointer forward as of early 2025 (its successor at C06, a
+    # single-loop CAUSAL variant, fails Triton 3.6's software pipeliner on sm_90 at every
+    # num_stages >= 2), and C06's host tensor-descriptor (TMA) forward.
+    Source("tutorials/06_fused_attention_block_ptr", REPO, C06B, T + "06-fused-attention.py", LICENCE,
+           ("_attn_fwd_inner _attn_fwd",)),
     Source("tutorials/06_fused_attention", REPO, C06, T + "06-fused-attention.py", LICENCE,
-           ("_attn_fwd_inner _attn_fwd_inner_tma _attn_fwd _attn_fwd_tma",)),
+           ("_attn_fwd_inner_tma _attn_fwd_tma",)),
     Source("tutorials/08_grouped_gemm", REPO, C03, T + "08-grouped-gemm.py", LICENCE,
            ("grouped_matmul_kernel grouped_matmul_tma_kernel",)),
     Source("tutorials/09_persistent_matmul", REPO, C09, T + "09-persistent-matmul.py", LICENCE,
@@ -206,7 +212,7 @@ def _attn_fwd(causal):
                 k.stride(0), k.stride(1), k.stride(2), k.stride(3),
                 v.stride(0), v.stride(1), v.stride(2), v.stride(3),
                 o.stride(0), o.stride(1), o.stride(2), o.stride(3),
-                ATTN_Z, ATTN_H, N_CTX=ATTN_N, HEAD_DIM=ATTN_D, BLOCK_M=bm, BLOCK_N=bn, CAUSAL=causal,
+                ATTN_Z, ATTN_H, N_CTX=ATTN_N, HEAD_DIM=ATTN_D, BLOCK_M=bm, BLOCK_N=bn, STAGE=3 if causal else 1,
                 num_stages=3, num_warps=4)
             return o, m
         return launch
@@ -358,6 +364,8 @@ CASES = [
 # raises NotImplementedError in 3.9): its two cases exist where the Triton at hand still has them.
 if "removed" not in (__import__("triton.language", fromlist=["make_block_ptr"]).make_block_ptr.__doc__ or ""):
     CASES[8:8] = [
-        Case("tutorials/06_attn_fwd", "tutorials/06_fused_attention", r"^_attn_fwd$", ATTN, _attn_fwd(False)),
-        Case("tutorials/06_attn_fwd_causal", "tutorials/06_fused_attention", r"^_attn_fwd$", ATTN, _attn_fwd(True)),
+        Case("tutorials/06_attn_fwd", "tutorials/06_fused_attention_block_ptr", r"^_attn_fwd$", ATTN,
+             _attn_fwd(False)),
+        Case("tutorials/06_attn_fwd_causal", "tutorials/06_fused_attention_block_ptr", r"^_attn_fwd$", ATTN,
+             _attn_fwd(True)),
     ]
