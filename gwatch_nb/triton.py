@@ -5,11 +5,12 @@ default: the kernel Triton builds and runs is the one it would be without them, 
 for instruction, whether or not a trace is active. The sass tier reads the markers from the
 kernel's Python source and places their readings in that very kernel. The ptx tier, which
 rewrites markers found in the PTX, compiles its own copy of a kernel with each marker as a
-PTX comment (a sentinel), cached apart (``sentinels()`` here, gwatch_nb/sentinels.py). ``GWATCH_MARKERS=sentinel`` in the environment before this module
-is imported makes every compile leave the sentinels (its Triton cache then goes to a
-directory of its own too, so that kernels compiled with and without them never stand in for
-each other). Under ``TRITON_INTERPRET=1`` the same calls record host timestamps per program
-instance (the interpreter tier).
+PTX comment (a sentinel), cached apart (``sentinels()`` here, gwatch_nb/sentinels.py).
+``GWATCH_MARKERS=sentinel`` in the environment before this module is imported makes every
+compile leave the sentinels (its Triton cache then goes to a directory of its own too, so
+that kernels compiled with and without them never stand in for each other). Under
+``TRITON_INTERPRET=1`` the same calls record host timestamps per program instance (the
+interpreter tier).
 """
 from __future__ import annotations
 
@@ -42,6 +43,8 @@ def sentinels():
     GWATCH_MARKERS says, cached apart from those whose markers compiled to nothing."""
     from triton import knobs
     depth = getattr(_forced, "depth", 0)
+    # Triton's cache directory is the process's: a build another thread makes meanwhile lands
+    # in this folder too, and sentinels.py refuses a copy that came back without sentinels.
     with knobs.cache.scope():
         if MARKERS != "sentinel" and depth == 0:
             knobs.cache.dir = os.path.join(knobs.cache.dir, SENTINEL_CACHE_FOLDER)
