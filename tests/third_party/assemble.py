@@ -120,8 +120,12 @@ def _write(path: str, text: str) -> None:
 
 
 def build_all() -> None:
+    kept = []
     for source in corpus.all_sources():
         text = marked(source)
+        if _edited_by_hand(source.name, text):
+            kept.append(source.name)
+            continue
         _write(_module_path(source.name), text)
         _write(_module_path(source.name, UNMARKED), unmarked(text))
     for top in (MARKED, UNMARKED):
@@ -129,7 +133,21 @@ def build_all() -> None:
             init = os.path.join(folder, "__init__.py")
             if not os.path.exists(init):
                 _write(init, "")
-    print(f"{len(corpus.all_sources())} modules in {MARKED} and {UNMARKED}")
+    print(f"{len(corpus.all_sources()) - len(kept)} modules in {MARKED} and {UNMARKED}")
+    for name in kept:
+        print(f"{name}: edited since its marks were kept, left as it is (assemble.py record {name})")
+
+
+def _edited_by_hand(name: str, text: str) -> bool:
+    """Whether the built module differs from its marks and was changed after they were kept:
+    hand edits not yet recorded, which a build must not overwrite."""
+    path, marks = _module_path(name), _marks_path(name)
+    if not os.path.exists(path):
+        return False
+    with open(path) as f:
+        if f.read() == text:
+            return False
+    return not os.path.exists(marks) or os.path.getmtime(path) > os.path.getmtime(marks)
 
 
 def record(name: str) -> None:

@@ -66,7 +66,10 @@ print(json.dumps(dict(recorded=sorted(int(s) for s in trace.df.scope_id.unique()
 def interpreted(case) -> str:
     code = CHILD.format(path=sys.path[:2], name=case.name)
     env = dict(os.environ, TRITON_INTERPRET="1")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600)
+    try:
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600)
+    except subprocess.TimeoutExpired:
+        return "interpreter gave up after 600 s"
     if done.returncode != 0:
         return "interpreter failed: " + (done.stderr.strip().splitlines() or ["?"])[-1]
     got = json.loads(done.stdout.strip().splitlines()[-1])
