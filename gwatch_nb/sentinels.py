@@ -19,7 +19,7 @@ from .triton import sentinels
 LAUNCH_KEYS = ("num_warps", "num_ctas", "shared", "global_scratch_size")
 
 _lock = threading.Lock()
-_ptx: dict[str, str] = {}  # digest of the kernel's own PTX -> the PTX with sentinels
+_ptx: dict[str, str | None] = {}  # digest of the kernel's own PTX -> the PTX with sentinels (None: no markers)
 
 
 def has_sentinels(ptx: str) -> bool:
@@ -32,16 +32,18 @@ def ensure(source: KernelSource) -> KernelSource:
     the copy."""
     if has_sentinels(source.ptx) or source.function is None or source.compiled_from is None:
         return source
-    try:
-        if not marker_sources.from_source(source.function):
-            return source
-    except SassRewriteError:
-        return source
     with _lock:
         if source.digest not in _ptx:
-            _ptx[source.digest] = _compile(source)
+            _ptx[source.digest] = _compile(source) if _writes_markers(source.function) else None
         ptx = _ptx[source.digest]
-    return dataclasses.replace(source, ptx=ptx)
+    return source if ptx is None else dataclasses.replace(source, ptx=ptx)
+
+
+def _writes_markers(function) -> bool:
+    try:
+        return bool(marker_sources.from_source(function))
+    except SassRewriteError:
+        return False
 
 
 def _compile(source: KernelSource) -> str:

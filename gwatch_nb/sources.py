@@ -113,18 +113,23 @@ class TritonSources:
         return known[1] if known else None
 
 
+def from_compiled_kernel(obj) -> KernelSource:
+    """The source of a CompiledKernel that kept its PTX (loaded or not)."""
+    return KernelSource(obj.name, obj.asm["ptx"], triton_compat.metadata_dict(obj.metadata), "compiled-kernel",
+                        triton_compat.compiled_cubin(obj), triton_compat.jit_function(obj),
+                        triton_compat.compile_source(obj))
+
+
 def _scan_compiled_kernels() -> None:
     """Index every loaded CompiledKernel of the process, and every kernel torch.compile
-    launches itself (one pass over the heap each)."""
+    launches itself (one pass over the heap)."""
     for handle in [h for h, (ref, _) in _scanned.items() if triton_compat.loaded_handle(ref()) != h]:
         del _scanned[handle]
-    for obj, handle, name, ptx, metadata in triton_compat.compiled_kernels():
+    compiled, launched_by_torch = triton_compat.loaded_kernels()
+    for obj, handle, name, ptx, metadata in compiled:
         if handle not in _scanned:
-            _scanned[handle] = (weakref.ref(obj), KernelSource(name, ptx, metadata, "compiled-kernel",
-                                                               triton_compat.compiled_cubin(obj),
-                                                               triton_compat.jit_function(obj),
-                                                               triton_compat.compile_source(obj)))
-    for obj, handle, name, digest in triton_compat.static_launchers():
+            _scanned[handle] = (weakref.ref(obj), from_compiled_kernel(obj))
+    for obj, handle, name, digest in launched_by_torch:
         if handle not in _scanned:
             source = _from_cache(name, digest)
             if source is not None:

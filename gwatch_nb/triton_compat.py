@@ -55,7 +55,7 @@ import io
 import inspect
 import os
 import re
-from typing import Callable, Iterator
+from typing import Callable
 
 from triton.language import core
 
@@ -134,30 +134,31 @@ def metadata_dict(metadata) -> dict:
     return out
 
 
-def compiled_kernels() -> Iterator[tuple[object, int, str, str, dict]]:
-    """(object, CUfunction handle, name, PTX, metadata) of every loaded CompiledKernel of
-    the process that kept its PTX (one pass over the heap)."""
+def loaded_kernels() -> tuple[list[tuple[object, int, str, str, dict]], list[tuple[object, int, str, str]]]:
+    """Every kernel of the process a launch can name, in one pass over the heap: each loaded
+    CompiledKernel that kept its PTX, as (object, CUfunction handle, name, PTX, metadata), and
+    each kernel torch.compile launches itself, as (object, handle, name, Triton's hash)
+    (Inductor's StaticallyLaunchedCudaKernel: it loads the cubin Triton built through its own
+    launcher, so Triton neither hooks the load nor keeps a CompiledKernel)."""
     from triton.compiler.compiler import CompiledKernel
+    compiled, launched_by_torch = [], []
     for obj in gc.get_objects():
-        # type() rather than isinstance(): some heap objects warn when __class__ is read.
-        if not issubclass(type(obj), CompiledKernel):
-            continue
-        handle = obj.function
-        ptx = obj.asm.get("ptx") if hasattr(obj.asm, "get") else None
-        if handle and ptx is not None:
-            yield obj, int(handle), obj.name, ptx, metadata_dict(obj.metadata)
+        kind = type(obj)  # type() rather than isinstance(): some heap objects warn when __class__ is read
+        if issubclass(kind, CompiledKernel):
+            handle = obj.function
+            ptx = obj.asm.get("ptx") if hasattr(obj.asm, "get") else None
+            if handle and ptx is not None:
+                compiled.append((obj, int(handle), obj.name, ptx, metadata_dict(obj.metadata)))
+        elif kind.__name__ == "StaticallyLaunchedCudaKernel":
+            handle, name, digest = getattr(obj, "function", None), getattr(obj, "name", None), getattr(obj, "hash", None)
+            if handle and isinstance(name, str) and isinstance(digest, str):
+                launched_by_torch.append((obj, int(handle), name, digest))
+    return compiled, launched_by_torch
 
 
-def static_launchers() -> Iterator[tuple[object, int, str, str]]:
-    """(object, CUfunction handle, name, Triton's hash) of every loaded kernel torch.compile
-    launches itself (Inductor's StaticallyLaunchedCudaKernel: it loads the cubin Triton built
-    through its own launcher, so Triton neither hooks the load nor keeps a CompiledKernel)."""
-    for obj in gc.get_objects():
-        if type(obj).__name__ != "StaticallyLaunchedCudaKernel":
-            continue
-        handle, name, digest = getattr(obj, "function", None), getattr(obj, "name", None), getattr(obj, "hash", None)
-        if handle and isinstance(name, str) and isinstance(digest, str):
-            yield obj, int(handle), name, digest
+def compiled_kernels() -> list[tuple[object, int, str, str, dict]]:
+    """The loaded CompiledKernels of the process (loaded_kernels' first list)."""
+    return loaded_kernels()[0]
 
 
 def triton_cache_dirs() -> list[str]:

@@ -29,13 +29,12 @@ from examples import attention  # noqa: E402
 from examples import matmul  # noqa: E402
 from examples import softmax  # noqa: E402
 from cuda.bindings import driver as cu  # noqa: E402
-from gwatch_nb import layout  # noqa: E402
+from gwatch_nb import layout, sentinels  # noqa: E402
 from gwatch_nb.cuda import driver  # noqa: E402
 from gwatch_nb.cuda.instrumented import instrument_kernel  # noqa: E402
 from gwatch_nb.cuda.sass_session import sass_kernel  # noqa: E402
 from gwatch_nb.cuda.session import PendingLaunch, TraceSession, new_buffer  # noqa: E402
-from gwatch_nb.sources import KernelSource  # noqa: E402
-from gwatch_nb.triton_compat import metadata_dict  # noqa: E402
+from gwatch_nb.sources import from_compiled_kernel  # noqa: E402
 
 CTYPES = {"u64": ctypes.c_uint64, "b64": ctypes.c_uint64, "u32": ctypes.c_uint32, "b32": ctypes.c_uint32,
           "s32": ctypes.c_int32, "f32": ctypes.c_float}
@@ -54,12 +53,12 @@ def _value(argument, kind: str):
 
 def direct_launch(compiled, grid, arguments, capacity, expected_per_warp, tier="ptx"):
     """Launch the instrumented copy (of `tier`) of a launched Triton kernel with the same arguments."""
-    source = KernelSource(compiled.name, compiled.asm["ptx"], metadata_dict(compiled.metadata), "compiled-kernel",
-                          compiled.asm["cubin"], compiled.src.fn)
+    source = from_compiled_kernel(compiled)
     context = int(driver.check(cu.cuCtxGetCurrent(), "cuCtxGetCurrent"))
     if tier == "sass":
         kernel = sass_kernel(context, compiled.function, source, None, True)
-    else:
+    else:  # the ptx tier rewrites the copy compiled with the markers' sentinels, as a trace does
+        source = sentinels.ensure(source)
         kernel = instrument_kernel(context, compiled.function, source)
     kept = [a for i, a in enumerate(arguments) if (i,) not in compiled.src.constants]
     types = _param_types(source.ptx, compiled.name)

@@ -14,10 +14,10 @@ import pytest
 from compile_kernels import _compile, compile_ptx
 from corpus import CASES as ALL_CASES
 from test_idle_markers import FLATTENED, PERSISTENT, _marked_and_plain_ptx, _sass_instructions
-from gwatch_nb import sentinels, triton_compat
+from gwatch_nb import sentinels
 from gwatch_nb.sass import markers
 from gwatch_nb.sass.instrument import instrument
-from gwatch_nb.sources import KernelSource
+from gwatch_nb.sources import from_compiled_kernel
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CASES = [FLATTENED, PERSISTENT[0]]
@@ -54,8 +54,7 @@ def test_the_sass_tier_places_the_scopes_of_markers_compiled_to_nothing(case):
 @pytest.mark.parametrize("case", CASES + [WARP_SPECIALIZED], ids=lambda c: c.name)
 def test_a_trace_that_needs_sentinels_compiles_a_copy_with_them(case):
     built = _launch_build(case)
-    source = KernelSource(built.name, built.asm["ptx"], triton_compat.metadata_dict(built.metadata),
-                          "compiled-kernel", built.asm["cubin"], case.fn, triton_compat.compile_source(built))
+    source = from_compiled_kernel(built)
     copy = sentinels.ensure(source)
     assert copy.ptx == compile_ptx(case.fn, case.signature, case.constexprs, case.num_warps, case.num_stages)
     assert copy.cubin == source.cubin and copy.digest != source.digest
@@ -72,8 +71,7 @@ def test_a_kernel_whose_source_writes_no_markers_is_left_as_it_is():
     signature = dict(case.signature, **{name: "constexpr" for name in case.constexprs})
     built = _compile(plain, tuple(signature.items()), tuple(case.constexprs.items()), case.num_warps,
                      case.num_stages, sentinels=False)
-    source = KernelSource(built.name, built.asm["ptx"], triton_compat.metadata_dict(built.metadata),
-                          "compiled-kernel", built.asm["cubin"], plain, triton_compat.compile_source(built))
+    source = from_compiled_kernel(built)
     assert sentinels.ensure(source) is source
 
 

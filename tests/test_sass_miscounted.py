@@ -101,11 +101,11 @@ def test_a_scope_marked_in_a_called_function_is_read_and_counted_as_its_markers_
 def test_a_scope_the_sass_tier_has_no_marker_for_is_named_left_out_so_auto_takes_the_ptx_tier():
     """Where a marker escapes the source the sass tier reads (here: read from the kernel's own
     body only), the PTX still holds its sentinel: the scope is named left out."""
-    from gwatch_nb.cuda.sass_session import marked_elsewhere
+    from gwatch_nb.cuda.sass_session import _ptx_scopes, marked_elsewhere
     kernel = compile_kernel(calls_a_marked_helper, {"x_ptr": "*fp32", "out_ptr": "*fp32"}, {"BLOCK": 128})
     own = [m for m in markers.from_source(calls_a_marked_helper) if m.scope_id == 4]
     made = instrument(kernel.asm["cubin"], kernel.metadata.name, own)
-    source = types.SimpleNamespace(ptx=kernel.asm["ptx"])
+    in_ptx = _ptx_scopes(types.SimpleNamespace(ptx=kernel.asm["ptx"]))
     assert set(made.sites["scope"]) == {4} and made.left_out == []
-    assert marked_elsewhere(source, made, None) == [5]
-    assert marked_elsewhere(source, made, frozenset({4})) == []  # not asked for: nothing is missing
+    assert marked_elsewhere(in_ptx, made, None) == [5]
+    assert marked_elsewhere(in_ptx, made, frozenset({4})) == []  # not asked for: nothing is missing

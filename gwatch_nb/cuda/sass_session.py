@@ -63,7 +63,7 @@ class SassTraceSession(TraceSession):
             why = (f"{len(left_out)} scope pair(s) not read (no free registers, no sound place, no code, or "
                    f"marked elsewhere): {shown}{more}")
             # Worth the ptx tier only where it reads that scope: a marker Triton kept in the PTX.
-            if self.options.fallback and {o["scope"] for o in left_out} & _ptx_scopes(source):
+            if self.options.fallback and {o["scope"] for o in left_out} & kernel.extra["ptx_scopes"]:
                 return self._on_ptx_tier(context, function, source, why)
             self._note("sites_left_out", source.name, f"{source.name}: {why} (trace.meta['sass'] lists them)")
         return kernel
@@ -146,11 +146,11 @@ def _miscounted(source, start_depths: dict[int, list[int]]) -> str:
     in_ptx = marker_sources.ptx_start_depths(ptx)
     differ = []
     for scope, depths in sorted(start_depths.items()):
-        sentinels = in_ptx.get(scope, [])
-        if min(depths, default=0) > 0 and max(sentinels, default=0) > 0:
-            sentinels = [d for d in sentinels if d > 0]
-        if sentinels and sentinels != depths:
-            differ.append((scope, sentinels, depths))
+        marked = in_ptx.get(scope, [])
+        if min(depths, default=0) > 0 and max(marked, default=0) > 0:
+            marked = [d for d in marked if d > 0]
+        if marked and marked != depths:
+            differ.append((scope, marked, depths))
     if not differ:
         return ""
     scope, ptx_depths, depths = differ[0]
@@ -179,12 +179,12 @@ def _markers(source) -> list:
     return marker_sources.from_ptx(source.ptx)
 
 
-def marked_elsewhere(source, made, scopes: frozenset | None) -> list[int]:
-    """Scopes whose markers the PTX holds but the source the sass tier read does not (a function
-    the kernel reaches other than by its name, say): it has no reading for them, neither placed
-    nor left out, so they are named as left out, and tier auto takes the ptx tier."""
+def marked_elsewhere(in_ptx: set[int], made, scopes: frozenset | None) -> list[int]:
+    """Scopes whose markers the PTX holds (`in_ptx`) but the source the sass tier read does not
+    (a function the kernel reaches other than by its name, say): it has no reading for them,
+    neither placed nor left out, so they are named as left out, and tier auto takes the ptx tier."""
     placed = set(made.sites["scope"]) | {o["scope"] for o in made.left_out} if made is not None else set()
-    return sorted(s for s in _ptx_scopes(source) - placed if scopes is None or s in scopes)
+    return sorted(s for s in in_ptx - placed if scopes is None or s in scopes)
 
 
 def _build(source, scopes: frozenset | None, auto: bool) -> InstrumentedKernel | None:
@@ -196,7 +196,8 @@ def _build(source, scopes: frozenset | None, auto: bool) -> InstrumentedKernel |
     except SassRewriteError as error:
         raise TraceFailedError(f"{source.name}: the sass tier cannot instrument it ({error}); it ran untraced",
                                "rewrite_failed", reason=str(error)) from None
-    unread = marked_elsewhere(source, made, scopes)
+    in_ptx = _ptx_scopes(source)
+    unread = marked_elsewhere(in_ptx, made, scopes)
     if unread and made is None:
         why = f"scopes {unread} are marked where the sass tier did not read the kernel's source"
         raise TraceFailedError(f"{source.name}: the sass tier cannot instrument it ({why}); it ran untraced",
@@ -216,5 +217,5 @@ def _build(source, scopes: frozenset | None, auto: bool) -> InstrumentedKernel |
         sites=tuple(range(len(made.sites["site"]))), table=made.table, resources=resources(function),
         build_seconds=time.perf_counter() - began, buffer=layout.SASS_BUFFERS,
         extra=dict(sites=made.sites, scope_names=made.scope_names, cost=made.cost, seconds=made.seconds,
-                   left_out=made.left_out, open_at_exit=made.open_at_exit,
+                   left_out=made.left_out, open_at_exit=made.open_at_exit, ptx_scopes=in_ptx,
                    miscounted=_miscounted(source, made.start_depths)))

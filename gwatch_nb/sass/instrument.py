@@ -5,7 +5,6 @@ tier's three parameters appended. What comes back says where every reading went
 (`sites`, trace.sites' rows) and what the probes cost in instructions."""
 from __future__ import annotations
 
-import struct
 import time
 from dataclasses import dataclass
 
@@ -200,20 +199,17 @@ def free_register_count(registers: int, block: tuple[int, int] | None = None) ->
     probes may raise a kernel's count to when it leaves them too few."""
     def held(count: int) -> int:
         return warps_per_sm(count) if block is None else blocks_per_sm(count, *block)
-    best = registers
-    for count in range(registers, 256):
-        if held(count) == held(registers):
-            best = count
-    return best
+    now = held(registers)
+    return max(count for count in range(registers, 256) if held(count) == now)
 
 
 def _block(view: Cubin, kernel: str, shared_bytes: int | None) -> tuple[int, int] | None:
     """The kernel's warps per block (its EIATTR_REQNTID) and shared memory bytes, or None
     where either is not known."""
-    threads = next((a.payload for a in view.attributes(kernel) if a.name == "EIATTR_REQNTID"), None)
-    if shared_bytes is None or threads is None or len(threads) < 12:
+    threads = next((a.words() for a in view.attributes(kernel) if a.name == "EIATTR_REQNTID"), ())
+    if shared_bytes is None or len(threads) < 3:
         return None
-    x, y, z = struct.unpack_from("<3I", threads)
+    x, y, z = threads[:3]
     return -(-x * y * z // 32), shared_bytes
 
 

@@ -22,13 +22,14 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-BUILT = os.path.join(ROOT, ".corpus")
-MARKED = os.path.join(BUILT, "marked")
-UNMARKED = os.path.join(BUILT, "unmarked")
 MIRRORS = os.environ.get("GWATCH_MIRRORS", "/work/.mirror")
 sys.path[:0] = [os.path.dirname(HERE)]
 
 import third_party as corpus  # noqa: E402
+from third_party import BUILT  # noqa: E402
+
+MARKED = os.path.join(BUILT, "marked")
+UNMARKED = os.path.join(BUILT, "unmarked")
 
 
 def original(repo: str, commit: str, path: str) -> str:

@@ -23,16 +23,14 @@ def sass_static(case) -> str:
     from gwatch_nb.cuda.sass_session import _miscounted
     from gwatch_nb.sass import markers
     from gwatch_nb.sass.instrument import instrument
-    from gwatch_nb import sentinels, triton_compat
-    from gwatch_nb.sources import KernelSource
+    from gwatch_nb import sentinels
+    from gwatch_nb.sources import from_compiled_kernel
     said = []
     compiled = compile_case(case)
     if not compiled:
         return f"no kernel named by {case.pattern!r} was launched"
     for fn, kernel in compiled:
-        source = KernelSource(kernel.name, kernel.asm["ptx"], triton_compat.metadata_dict(kernel.metadata),
-                              "compiled-kernel", kernel.asm["cubin"], fn, triton_compat.compile_source(kernel))
-        source = sentinels.ensure(source)  # the count check reads the sentinels, as a trace does
+        source = sentinels.ensure(from_compiled_kernel(kernel))  # the count check reads the sentinels, as a trace does
         try:
             made = instrument(source.cubin, kernel.name, markers.from_source(fn), shared_bytes=kernel.metadata.shared)
         except Exception as error:  # the verdict names it; the rest of the corpus still runs

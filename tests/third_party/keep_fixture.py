@@ -10,7 +10,7 @@ import sys
 
 import numpy as np
 
-SENTINEL = "gwatch.scope_"
+from gwatch_nb.sentinels import has_sentinels
 
 
 def main(run: str, out: str) -> None:
@@ -26,7 +26,7 @@ def main(run: str, out: str) -> None:
         for cubin in sorted(f for f in os.listdir(path) if f.endswith(".cubin")):
             kernel = cubin[:-len(".cubin")]
             with open(os.path.join(path, kernel + ".ptx")) as f:
-                if SENTINEL in f.read() or kernel not in markers:
+                if has_sentinels(f.read()) or kernel not in markers:
                     continue
             with open(os.path.join(path, cubin), "rb") as f:
                 data = f.read()
