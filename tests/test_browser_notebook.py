@@ -61,6 +61,13 @@ MEDIAN_RUN = """([canvas, colour, y]) => {
 }"""
 
 
+def wheel(page, timeline, delta):
+    """One wheel step over the canvas, once the timeline has drawn it."""
+    frames = int(timeline.get_attribute("data-frames"))
+    page.mouse.wheel(0, delta)
+    page.wait_for_function("([t, n]) => t.dataset.frames > n", arg=[timeline.element_handle(), frames])
+
+
 def test_run_all_draws_the_live_trace_and_the_analysis(ran):
     lab, folder, code_cells = ran
     page = lab.page
@@ -82,12 +89,23 @@ def test_run_all_draws_the_live_trace_and_the_analysis(ran):
     middle = page.evaluate(MEDIAN_RUN, [canvas, colours[SCOPES.index("softmax")], softmax["y"]])
     page.mouse.move(box["x"] + middle, box["y"] + softmax["y"])
     for _ in range(3):
-        frames = int(timeline.get_attribute("data-frames"))
-        page.mouse.wheel(0, -600)
-        page.wait_for_function("([t, n]) => t.dataset.frames > n", arg=[timeline.element_handle(), frames])
+        wheel(page, timeline, -600)
     zoomed = page.evaluate(COLOUR_SCAN, [canvas, colours])
     counts = {name: entry["count"] for name, entry in zip(SCOPES, zoomed)}
-    assert all(count > 20 for count in counts.values()), f"scope colours on the zoomed canvas: {counts}"
+    assert all(count > 0 for count in counts.values()), f"scope colours on the zoomed canvas: {counts}"
+    # How wide a short scope is next to the softmax depends on the host's load: zoomed on
+    # itself, each grows to a readable width, and zooming back out returns to this view.
+    for name in ("dot_qk", "dot_pv"):
+        found = page.evaluate(COLOUR_SCAN, [canvas, colours])[SCOPES.index(name)]
+        page.mouse.move(box["x"] + found["x"], box["y"] + found["y"])
+        steps = 0
+        while found["count"] <= 20 and steps < 6:
+            wheel(page, timeline, -600)
+            steps += 1
+            found = page.evaluate(COLOUR_SCAN, [canvas, colours])[SCOPES.index(name)]
+        assert found["count"] > 20, f"{name} covers {found['count']} pixels after {steps} zoom steps on it"
+        for _ in range(steps):
+            wheel(page, timeline, 600)
 
     text = page.locator(".jp-Notebook").inner_text()
     assert "132 SMs ran warps. Busiest: SM 125, 596.7 us busy" in text  # the H200 fixture's analysis
