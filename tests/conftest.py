@@ -1,4 +1,6 @@
 import os
+import shutil
+import tempfile
 
 import pytest
 
@@ -10,6 +12,21 @@ FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures")
 # tests/interpreter needs a process that set TRITON_INTERPRET=1 before importing triton;
 # tests/test_interpreter_process.py starts one.
 collect_ignore = [] if os.environ.get("TRITON_INTERPRET") == "1" else ["interpreter"]
+
+
+def pytest_configure(config):
+    """One folder of nvdisasm runs for the whole session, made before the workers start so
+    that they all inherit its name (support/nvdisasm.py)."""
+    from support import nvdisasm
+    if not hasattr(config, "workerinput"):
+        config.nvdisasm_folder = tempfile.mkdtemp(prefix="gwatch-test-nvdisasm-")
+        os.environ[nvdisasm.FOLDER] = config.nvdisasm_folder
+    nvdisasm.keep_library_runs()
+
+
+def pytest_unconfigure(config):
+    if hasattr(config, "nvdisasm_folder"):
+        shutil.rmtree(config.nvdisasm_folder, ignore_errors=True)
 
 
 def _gpu_available() -> bool:

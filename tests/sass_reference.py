@@ -3,15 +3,12 @@ its basic-block graph (`-bbcfg`) and its register life ranges (`-lrm narrow`). n
 refuses a kernel whose register count is 255
 ("Invalid register count"): R255 is RZ, so 255 columns do not fit its table; a copy of the
 cubin with the count lowered to 254 disassembles, and only R254 is then out of sight."""
-import os
 import re
 import struct
 import subprocess
-import tempfile
 
-from gwatch_nb import toolchain
+from support import nvdisasm
 
-NVDISASM = toolchain.nvdisasm(90)
 EIATTR_REGCOUNT = 0x2F
 SECTIONS = {"GPR": "R", "PRED": "P", "UGPR": "UR", "UPRED": "UP"}
 _LINE = re.compile(r"^\s+/\*([0-9a-f]{4,})\*/(.*?);\s*//\s*\|(.*)\|\s*$")
@@ -40,11 +37,7 @@ def _lower_register_count(cubin: bytes) -> bytes:
 
 
 def _run(cubin: bytes, *options: str) -> str:
-    with tempfile.TemporaryDirectory() as folder:
-        path = os.path.join(folder, "k.cubin")
-        with open(path, "wb") as f:
-            f.write(_lower_register_count(cubin))
-        return subprocess.run([NVDISASM, *options, path], capture_output=True, text=True, check=True).stdout
+    return nvdisasm.output(_lower_register_count(cubin), *options)
 
 
 _NODE = re.compile(r'^"([^"]+)"\n\[label="\{<entry>(.*?)\}"\]', re.M | re.S)

@@ -2,7 +2,6 @@
 names escaped, data embedded losslessly and compactly. (tests/test_browser.py opens them.)"""
 import base64
 import html
-import json
 import zlib
 from html.parser import HTMLParser
 

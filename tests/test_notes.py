@@ -40,7 +40,7 @@ def test_the_widget_payload_carries_the_notes(trace):
 
 
 def test_the_magic_prints_the_notes(trace, capsys):
-    IPython = pytest.importorskip("IPython")
+    pytest.importorskip("IPython")
     from IPython.core.interactiveshell import InteractiveShell
     from gwatch_nb.magic import GwatchMagics
     GwatchMagics(shell=InteractiveShell.instance())._report(trace, no_widget=True)

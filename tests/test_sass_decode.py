@@ -19,6 +19,7 @@ from gwatch_nb.sass.cubin import Cubin
 from gwatch_nb.sass.disasm import disassemble, nvdisasm_path
 from sass_cubins import cubins
 from sass_ptx import BRX_PTX, CALL_PTX, SMALL_PTX, TWO_KERNELS_PTX
+from support import nvdisasm
 
 NAMES = list(cubins())
 
@@ -29,10 +30,7 @@ def decoded():
 
 
 def _nvdisasm(cubin: bytes, *options: str) -> str:
-    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
-        f.write(cubin)
-        f.flush()
-        return subprocess.run([nvdisasm_path(), *options, f.name], capture_output=True, text=True, check=True).stdout
+    return nvdisasm.output(cubin, *options)
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from gwatch_nb import ptx, toolchain
 from gwatch_nb.sass import encode as E
 from gwatch_nb.sass.control import Control
+from support import nvdisasm
 
 NVDISASM = toolchain.nvdisasm(90)
 LISTING = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;?\s*/\* (0x[0-9a-f]{16}) \*/\s*\n\s*/\* (0x[0-9a-f]{16}) \*/")
@@ -120,11 +121,7 @@ def _entry(name: str, pointer: str, count: int, body: list[str], extra_params: s
 
 def _listing(cubin: bytes) -> list[tuple[str, int, int]]:
     """(text, low, high) of every instruction of a cubin, as nvdisasm prints them."""
-    with tempfile.TemporaryDirectory() as folder:
-        path = os.path.join(folder, "k.cubin")
-        with open(path, "wb") as f:
-            f.write(cubin)
-        text = subprocess.run([NVDISASM, "-c", "-hex", "-ndf", path], capture_output=True, text=True, check=True).stdout
+    text = nvdisasm.output(cubin, "-c", "-hex", "-ndf")
     return [(m.group(2).rstrip(" ;"), int(m.group(3), 16), int(m.group(4), 16)) for m in LISTING.finditer(text)]
 
 

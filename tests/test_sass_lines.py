@@ -2,16 +2,14 @@
 from the H200's Triton 3.6 (tests/fixtures/cubins_h200.npz): each instruction's file and line
 agree with `nvdisasm -g`, its inlining chain with `nvdisasm -gi`, and bad input is one line."""
 import re
-import subprocess
-import tempfile
 
 import pytest
 
 from gwatch_nb.errors import SassRewriteError
-from gwatch_nb.sass.disasm import nvdisasm_path
 from gwatch_nb.sass.elf import SHT_RELA, Elf
 from gwatch_nb.sass.lines import line_table
 from sass_cubins import CASES, compiled, cubins, h200_cubins
+from support import nvdisasm
 
 _ANNOTATION = re.compile(r'\s*//## File "([^"]+)", line (\d+)(?: inlined at "([^"]+)", line (\d+))?')
 _INSTRUCTION = re.compile(r"\s*/\*([0-9a-f]{4,})\*/")
@@ -23,11 +21,7 @@ ALL = {**{f"here {name}": cubin for name, cubin in cubins().items()},
 
 
 def _nvdisasm(cubin: bytes, option: str) -> str:
-    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
-        f.write(cubin)
-        f.flush()
-        return subprocess.run([nvdisasm_path(), option, "-c", f.name], capture_output=True, text=True,
-                              check=True).stdout
+    return nvdisasm.output(cubin, option, "-c")
 
 
 def _printed(listing: str) -> dict[int, list[tuple[str, int]]]:

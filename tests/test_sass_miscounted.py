@@ -12,7 +12,7 @@ import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 
 from compile_kernels import compile_kernel  # noqa: E402
-from gwatch_nb.cuda.sass_session import _miscounted  # noqa: E402
+from gwatch_nb.cuda.sass_session import _miscounted, _ptx_scopes, compiled_away_scopes  # noqa: E402
 from gwatch_nb.sass import markers  # noqa: E402
 from gwatch_nb.sass.instrument import instrument  # noqa: E402
 from gwatch_nb.triton import scope_end, scope_start  # noqa: E402
@@ -39,6 +39,19 @@ def counted_taps(x_ptr, out_ptr, taps, BLOCK: tl.constexpr):
         acc += x - tl.max(x, 0) + tl.sum(x * x, 0)
         scope_end(2)
     tl.store(out_ptr + offsets, acc)
+
+
+@triton.jit
+def scaled_copy(x_ptr, out_ptr, SCALE: tl.constexpr, BLOCK: tl.constexpr):
+    scope_start(1)
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offsets)
+    if SCALE:  # a constexpr branch: Triton compiles it away where SCALE is 0
+        scope_start(2)
+        x = x * 3.0
+        scope_end(2)
+    tl.store(out_ptr + offsets, x)
+    scope_end(1)
 
 
 def _checked(fn, signature, constexprs):
@@ -109,3 +122,17 @@ def test_a_scope_the_sass_tier_has_no_marker_for_is_named_left_out_so_auto_takes
     assert set(made.sites["scope"]) == {4} and made.left_out == []
     assert marked_elsewhere(in_ptx, made, None) == [5]
     assert marked_elsewhere(in_ptx, made, frozenset({4})) == []  # not asked for: nothing is missing
+
+
+@pytest.mark.parametrize("scale", [0, 1])
+def test_a_scope_triton_compiled_away_is_not_a_reading_left_out(scale):
+    """Neither the PTX's sentinels nor the final schedule have scope 2 where SCALE is 0: no tier
+    can record it, so it is named compiled away, not left out (which warns, and would send tier
+    auto to a ptx tier that records no more). Where SCALE is 1 it is read."""
+    kernel = compile_kernel(scaled_copy, {"x_ptr": "*fp32", "out_ptr": "*fp32"}, {"SCALE": scale, "BLOCK": 128})
+    made = instrument(kernel.asm["cubin"], kernel.metadata.name, markers.from_source(scaled_copy))
+    source = types.SimpleNamespace(ptx=kernel.asm["ptx"])
+    away = compiled_away_scopes(source, made.left_out, _ptx_scopes(source))
+    assert (away, sorted(set(made.sites["scope"]))) == (([2], [1]) if scale == 0 else ([], [1, 2]))
+    unmarked = types.SimpleNamespace(ptx=kernel.asm["ptx"].replace("gwatch", "other"))
+    assert compiled_away_scopes(unmarked, made.left_out, set()) == []  # no sentinels: nothing to tell by

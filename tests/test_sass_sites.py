@@ -2,7 +2,7 @@
 here and the H200's 3.6): the attention kernel's four scopes, the matmul's loop scopes, the persistent
 matmuls' tile scope (one pair per tile iteration, though the pipeliner copies the load scope's
 code into the loop's prologue), and the warp-specialized loop whose markers Triton drops from
-the PTX (the Python source still names them)."""
+the PTX (the Python source still names them), and scopes around code ptxas makes a subroutine of."""
 from collections import Counter
 
 import pytest
@@ -131,11 +131,10 @@ def test_ptx_and_source_markers_agree(case):
 
 
 def test_fallback_without_inlining_chains():
-    """Triton 3.6 gives inlined library code no call site. Dropping the chains from 3.9's cubins
-    and inferring them, as for 3.6, must keep that code in the scope the real chain puts it in:
-    from the kernel's own calls of the library function (measured: 988 of 989 instructions over
-    the corpus), and, where the library's source cannot be read, from block neighbours alone
-    (680 of 989)."""
+    """Triton 3.6 gives inlined library and helper code no call site. Dropping the chains from
+    3.9's cubins and inferring them, as for 3.6, must keep that code in the scope the real chain
+    puts it in: from the kernel's own calls of the library function or helper (measured: 1,530
+    of 1,534 instructions over the corpus), where block neighbours alone place 688 of them."""
     import dataclasses
     from gwatch_nb.sass.callsites import CallSites
     from gwatch_nb.sass.sites import home_chains, innermost_scopes, scopes_of
@@ -163,7 +162,7 @@ def test_fallback_without_inlining_chains():
     if not total:
         pytest.skip("this Triton's cubins carry no inlining chain to measure the fallback against")
     assert total > 500
-    assert agree["call sites"] / total >= 0.99 and agree["neighbours"] / total >= 0.65, (agree, total)
+    assert agree["call sites"] / total >= 0.99 and agree["neighbours"] / total >= 0.4, (agree, total)
 
 
 def test_call_sites_of_unreadable_library_code_are_unknown():
@@ -176,6 +175,32 @@ def test_call_sites_of_unreadable_library_code_are_unknown():
     assert 49 in sites_of.lines_calling(standard.__file__, first + len(lines) - 1)  # tl.max on line 49
     with pytest.raises(SassRewriteError, match=r"^kernel len: no Python source to read its calls from [^\n]*$"):
         CallSites(len)
+
+
+def test_code_ptxas_makes_a_subroutine_of_holds_no_reading():
+    """Two 64-bit divisions in two scopes: ptxas calls one subroutine, after the kernel's EXIT,
+    from both, and the graph sends its RET back to both call sites. Every reading stays on the
+    kernel's own path, each scope's pair around its own call, and the proof steps over the
+    calls. Before, the return edges made scope 26's start dominate both calls and the proof
+    refused scope 25's end ("reached with no start before it"); vLLM's fused MoE kernel, whose
+    whole-kernel scope ended in the subroutine's RET, was refused the same way."""
+    from compile_kernels import compile_kernel
+    from corpus_kernels import basics
+    from gwatch_nb.sass.instrument import instrument
+    cubin = compile_kernel(basics.divide_in_scopes, dict(X="*i64", Q="*i64", R="*i64", N="i32", D="i64", E="i64"),
+                           dict(BLOCK=128)).asm["cubin"]
+    ((kernel, instructions),) = disassemble(cubin).items()
+    cfg = ControlFlowGraph(instructions, kernel)
+    calls = [i for i in instructions if i.base == "CALL"]
+    assert len(calls) == 2 and len({i.target for i in calls}) == 1 and cfg.in_subroutine[cfg.block_of[calls[0].target]]
+    made = instrument(cubin, kernel, markers.from_source(basics.divide_in_scopes))
+    assert made.left_out == []
+    assert not any(cfg.in_subroutine[b] for b in made.sites["block"])
+    at = {(scope, kind): index for scope, kind, index in zip(made.sites["scope"], made.sites["kind"], made.sites["index"])}
+    assert set(basics.DIVIDE_SCOPES) == {scope for scope, _ in at}
+    for scope, call in zip((25, 26), calls):
+        assert at[scope, "start"] <= call.index < at[scope, "end"]
+    assert at[25, "end"] <= at[26, "start"]
 
 
 def test_table():

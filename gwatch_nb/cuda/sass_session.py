@@ -10,7 +10,8 @@ import time
 from .. import layout, records, sentinels
 from ..errors import SassRewriteError, TraceFailedError, UnsupportedGpuError
 from ..sass import markers as marker_sources
-from ..sass.instrument import SITE_COLUMNS, instrument
+from ..sass.callsites import CallSites
+from ..sass.instrument import NO_CODE, SITE_COLUMNS, instrument
 from . import driver
 from .instrumented import InstrumentedKernel, resources
 from .session import TraceSession
@@ -93,12 +94,14 @@ class SassTraceSession(TraceSession):
         """The ptx tier's entries, and ``sites`` (trace.sites' rows by column: every reading,
         where it went and how sharp its scope's boundary is), ``scope_names`` (the automatic
         sites' scopes) and ``sass`` (per kernel: instructions inserted, state registers, the
-        readings left out for want of registers, the scopes that end at an exit, build seconds)."""
+        readings left out for want of registers, the scopes in code Triton compiled away, the
+        scopes that end at an exit, build seconds)."""
         out = super().meta()
         kernels = [k for k in self._ready.values() if k is not None and k.buffer.tier == self.tier]
         out["sites"] = {c: [v for k in kernels for v in k.extra["sites"][c]] for c in SITE_COLUMNS}
         out["scope_names"] = {str(s): n for k in kernels for s, n in k.extra["scope_names"].items()}
-        out["sass"] = {k.name: dict(k.extra["cost"], left_out=k.extra["left_out"], seconds=k.extra["seconds"],
+        out["sass"] = {k.name: dict(k.extra["cost"], left_out=k.extra["left_out"],
+                                    compiled_away=k.extra["compiled_away"], seconds=k.extra["seconds"],
                                     open_at_exit={str(s): i for s, i in k.extra["open_at_exit"].items()})
                        for k in kernels}
         return out
@@ -179,6 +182,17 @@ def _markers(source) -> list:
     return marker_sources.from_ptx(source.ptx)
 
 
+def _callsites(source) -> CallSites | None:
+    """The kernel's own calls, where its Python source is known: what places inlined code that
+    Triton 3.6's line table gives no call site (sites.home_chains)."""
+    if source.function is None:
+        return None
+    try:
+        return CallSites(source.function)
+    except SassRewriteError:
+        return None
+
+
 def marked_elsewhere(in_ptx: set[int], made, scopes: frozenset | None) -> list[int]:
     """Scopes whose markers the PTX holds (`in_ptx`) but the source the sass tier read does not
     (a function the kernel reaches other than by its name, say): it has no reading for them,
@@ -187,12 +201,23 @@ def marked_elsewhere(in_ptx: set[int], made, scopes: frozenset | None) -> list[i
     return sorted(s for s in in_ptx - placed if scopes is None or s in scopes)
 
 
+def compiled_away_scopes(source, left_out: list[dict], in_ptx: set[int]) -> list[int]:
+    """Scopes left out for having no code that the PTX's sentinels lack too: code Triton removed
+    (a branch on a constexpr), which no tier records. Not readings left out; known only where the
+    PTX has sentinels to tell, and not in a warp-specialized kernel (`setmaxnreg`), whose PTX
+    loses markers of code that runs."""
+    ptx = source.ptx or ""
+    if not sentinels.has_sentinels(ptx) or "setmaxnreg" in ptx:
+        return []
+    return sorted({o["scope"] for o in left_out if o["reason"] == NO_CODE} - in_ptx)
+
+
 def _build(source, scopes: frozenset | None, auto: bool) -> InstrumentedKernel | None:
     began = time.perf_counter()
     try:
         shared = source.metadata.get("shared")  # the launches' shared memory (Triton's is all dynamic)
         made = instrument(source.cubin, source.name, _markers(source), scopes, auto,
-                          shared if isinstance(shared, int) else None)
+                          shared if isinstance(shared, int) else None, _callsites(source))
     except SassRewriteError as error:
         raise TraceFailedError(f"{source.name}: the sass tier cannot instrument it ({error}); it ran untraced",
                                "rewrite_failed", reason=str(error)) from None
@@ -206,6 +231,8 @@ def _build(source, scopes: frozenset | None, auto: bool) -> InstrumentedKernel |
         return None
     made.left_out.extend(dict(scope=scope, pair=0, instruction=None, reason="marked where the sass tier did not "
                               "read the kernel's source") for scope in unread)
+    compiled_away = compiled_away_scopes(source, made.left_out, in_ptx)
+    made.left_out[:] = [o for o in made.left_out if o["scope"] not in compiled_away]
     try:
         module = driver.load_cubin(made.cubin)
         function = driver.get_function(module, source.name)
@@ -217,5 +244,6 @@ def _build(source, scopes: frozenset | None, auto: bool) -> InstrumentedKernel |
         sites=tuple(range(len(made.sites["site"]))), table=made.table, resources=resources(function),
         build_seconds=time.perf_counter() - began, buffer=layout.SASS_BUFFERS,
         extra=dict(sites=made.sites, scope_names=made.scope_names, cost=made.cost, seconds=made.seconds,
-                   left_out=made.left_out, open_at_exit=made.open_at_exit, ptx_scopes=in_ptx,
+                   left_out=made.left_out, compiled_away=compiled_away, open_at_exit=made.open_at_exit,
+                   ptx_scopes=in_ptx,
                    miscounted=_miscounted(source, made.start_depths)))

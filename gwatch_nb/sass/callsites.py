@@ -1,5 +1,6 @@
-"""Where a kernel calls the library code an instruction came from, when the line table gives no
-inlining chain (Triton 3.6): the function around the instruction's line in its file (read with
+"""Where a kernel calls the code an instruction came from, when the line table gives no
+inlining chain (Triton 3.6): library code, or a `@triton.jit` helper the kernel calls (in its
+own file or another). The function around the instruction's line in its file (read with
 `ast`), every function of that file that names it (a reduction names its combine function),
 and so on outwards, until names the kernel's own source calls (`tl.max(...)` calls `max`)."""
 from __future__ import annotations
@@ -45,20 +46,26 @@ class CallSites:
         except (OSError, TypeError) as error:
             raise SassRewriteError(f"kernel {getattr(fn, '__name__', fn)}: no Python source to read its calls from "
                                    f"({error})") from None
+        self.lines = (first, first + len(lines) - 1)  # the kernel function's own, in self.file
         self.calls: dict[str, list[int]] = {}
         for node in ast.walk(ast.parse(textwrap.dedent("".join(lines)))):
             if isinstance(node, ast.Call) and _callee(node):
                 self.calls.setdefault(_callee(node), []).append(first + node.lineno - 1)
         self._known: dict[tuple[str, int], tuple[int, ...]] = {}
 
+    def in_kernel(self, path: str, line: int) -> bool:
+        """Whether (path, line) is in the kernel function's own body."""
+        return os.path.basename(path) == os.path.basename(self.file) and self.lines[0] <= line <= self.lines[1]
+
     def lines_calling(self, path: str, line: int) -> tuple[int, ...]:
-        """Kernel lines whose calls reach the function of `path` around `line` (empty: unknown)."""
+        """Kernel lines whose calls reach the function of `path` around `line` (empty: unknown,
+        or a line of the kernel itself)."""
         if (path, line) not in self._known:
             self._known[path, line] = self._lines_calling(path, line)
         return self._known[path, line]
 
     def _lines_calling(self, path: str, line: int) -> tuple[int, ...]:
-        if os.path.basename(path) == os.path.basename(self.file):
+        if self.in_kernel(path, line):
             return ()
         spans, refers = _functions(path)
         inner = next((name for start, end, name in spans if start <= line <= end), None)

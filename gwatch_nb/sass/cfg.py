@@ -8,7 +8,8 @@ through; EXIT, RET, KILL and BPT.TRAP end the path unless guarded; CALL enters i
 returns to the next instruction, a RET returns to the instruction after every CALL; BSSY,
 BSYNC, BREAK and WARPSYNC fall through (they steer reconvergence, not the path a thread
 takes). An indirect branch (BRX, JMX, a BRA or JMP through a register) has no known target:
-SassRewriteError."""
+SassRewriteError. Dominators and loops are those of the kernel's own path, each call stepped
+over: a subroutine's blocks (`in_subroutine`) are reached only through its CALL."""
 from __future__ import annotations
 
 import re
@@ -68,6 +69,7 @@ class ControlFlowGraph:
             for i in range(block.start, block.end):
                 self.block_of[i] = block.index
         self.reachable = self._reachable()
+        self.in_subroutine = self._in_subroutine()
         self.dominators = self._dominators()
         self.loops = self._loops()
         # innermost loop (index into self.loops) of each block, None outside every loop
@@ -135,6 +137,22 @@ class ControlFlowGraph:
                 stack.extend(self.blocks[b].successors)
         return seen
 
+    def _in_subroutine(self) -> list[bool]:
+        """Per block: whether it is reached only through a CALL (a subroutine ptxas put after the
+        kernel's last EXIT), not on the kernel's own path. Its RET leads back to every call
+        site, so code placed in it would run once per call, from whichever scope called it."""
+        own = [False] * len(self.blocks)
+        stack = [0] if self.blocks else []
+        while stack:
+            b = stack.pop()
+            if own[b]:
+                continue
+            own[b] = True
+            block, last = self.blocks[b], self.instructions[self.blocks[b].end - 1]
+            called = last.target if last.base in _CALLS else None
+            stack.extend(s for s in block.successors if self.blocks[s].start != called)
+        return [self.reachable[b] and not own[b] for b in range(len(self.blocks))]
+
     def reverse_postorder(self) -> list[int]:
         """Reachable blocks, each before its successors except along back edges."""
         order, seen = [], [False] * len(self.blocks)
@@ -154,11 +172,16 @@ class ControlFlowGraph:
                 stack.pop()
         return order[::-1]
 
+    def _on_own_path(self, b: int) -> bool:
+        return self.reachable[b] and not self.in_subroutine[b]
+
     def _dominators(self) -> list[int]:
-        """Per block, a bit mask of the blocks that dominate it (unreachable blocks: 0)."""
-        order = self.reverse_postorder()
+        """Per block, a bit mask of the blocks that dominate it on the kernel's own path, each
+        call stepped over (a subroutine's RET, which the graph sends to every call site, is no
+        way into a return site); blocks off that path (unreachable, subroutines): 0."""
+        order = [b for b in self.reverse_postorder() if self._on_own_path(b)]
         everything = (1 << len(self.blocks)) - 1
-        dom = [everything if self.reachable[b] else 0 for b in range(len(self.blocks))]
+        dom = [everything if self._on_own_path(b) else 0 for b in range(len(self.blocks))]
         if not order:
             return dom
         dom[0] = 1
@@ -168,7 +191,7 @@ class ControlFlowGraph:
             for b in order[1:]:
                 new = everything
                 for p in self.blocks[b].predecessors:
-                    if self.reachable[p]:
+                    if self._on_own_path(p):
                         new &= dom[p]
                 new |= 1 << b
                 if new != dom[b]:
@@ -180,11 +203,12 @@ class ControlFlowGraph:
         return bool(self.dominators[b] >> a & 1)
 
     def _loops(self) -> list[Loop]:
-        """Natural loops, one per header (back edges to one header merged), outermost first."""
+        """Natural loops of the kernel's own path, one per header (back edges to one header
+        merged), outermost first."""
         bodies: dict[int, set[int]] = {}
         edges: dict[int, list[tuple[int, int]]] = {}
         for block in self.blocks:
-            if not self.reachable[block.index]:
+            if not self._on_own_path(block.index):
                 continue
             for s in block.successors:
                 if self.dominates(s, block.index):
@@ -195,7 +219,7 @@ class ControlFlowGraph:
                         b = stack.pop()
                         if b not in body:
                             body.add(b)
-                            stack.extend(p for p in self.blocks[b].predecessors if self.reachable[p])
+                            stack.extend(p for p in self.blocks[b].predecessors if self._on_own_path(p))
         headers = sorted(bodies, key=lambda h: (-len(bodies[h]), h))
         loops: list[Loop] = []
         for h in headers:

@@ -14,6 +14,7 @@ from gwatch_nb.errors import SassRewriteError
 from gwatch_nb.layout import MAX_SCOPE_ID, make_tag
 from gwatch_nb.records import SiteTable
 from gwatch_nb.sass import pairing, probes, sites as scope_sites, waits
+from gwatch_nb.sass.callsites import CallSites
 from gwatch_nb.sass.cfg import ControlFlowGraph
 from gwatch_nb.sass.cubin import Cubin
 from gwatch_nb.sass.lines import line_table
@@ -27,6 +28,10 @@ PARAMETERS = (("slots", 8), ("slot_bytes", 4), ("capacity", 4))
 #: trace.sites' columns, one row per reading.
 SITE_COLUMNS = ("kernel", "site", "scope", "kind", "pair", "origin", "line", "index", "moved", "store", "instruction",
                 "block", "loop", "span", "own", "other_scopes", "unscoped", "inferred")
+
+#: Why a scope the source writes has no reading at all (sass_session tells a branch Triton
+#: compiled away, whose marker the PTX lacks too, from a scope the line table misses).
+NO_CODE = "no instruction of the compiled kernel comes from its source lines"
 
 
 @dataclass(frozen=True)
@@ -45,11 +50,13 @@ class InstrumentedCubin:
 
 
 def instrument(cubin: bytes, kernel: str, markers: list, scopes: frozenset | None = None,
-               auto: bool = False, shared_bytes: int | None = None) -> InstrumentedCubin | None:
+               auto: bool = False, shared_bytes: int | None = None,
+               callsites: CallSites | None = None) -> InstrumentedCubin | None:
     """`kernel` of `cubin` with a reading at every site of the `markers` (of `scopes`, all when
     None) and, with `auto`, at every automatic site; None when there is no site to read.
     `shared_bytes`: the shared memory its launches use, where known (the register count may
-    then rise as far as an SM still holds as many of its blocks)."""
+    then rise as far as an SM still holds as many of its blocks). `callsites`: the kernel's own
+    calls, which place inlined code the line table gives no call site (sites.home_chains)."""
     began = time.perf_counter()
     instructions = decoded(cubin).get(kernel)
     if instructions is None:
@@ -60,7 +67,7 @@ def instrument(cubin: bytes, kernel: str, markers: list, scopes: frozenset | Non
     cfg = ControlFlowGraph(instructions, kernel)
     rows: list[dict] = []
     if markers:
-        for site in scope_sites.place(instructions, locations, markers, kernel, cfg):
+        for site in scope_sites.place(instructions, locations, markers, kernel, cfg, callsites):
             if scopes is None or site.scope in scopes:
                 rows.append(dict(scope=site.scope, kind=site.kind, pair=site.pair, origin="marker", line=None,
                                  index=site.index, instruction=site.instruction, block=site.block, loop=site.loop,
@@ -87,8 +94,8 @@ def instrument(cubin: bytes, kernel: str, markers: list, scopes: frozenset | Non
         return None
     # A scope the source writes but no instruction of the final schedule falls in is not read at all.
     written = {m.scope_id for m in markers if scopes is None or m.scope_id in scopes}
-    unplaced = [dict(scope=scope, pair=0, instruction=None, reason="no instruction of the compiled kernel comes "
-                     "from its source lines") for scope in sorted(written - {r["scope"] for r in rows})]
+    unplaced = [dict(scope=scope, pair=0, instruction=None, reason=NO_CODE)
+                for scope in sorted(written - {r["scope"] for r in rows})]
     rows.sort(key=_reading_order(rows))
     num_params, params = _parameters(view, kernel)
     readings = _readings(rows)

@@ -11,7 +11,9 @@ the proof returns the scopes that may be open at an exit, and refuses a start re
 while open, an end read while closed, or a scope open where a path ends without an EXIT.
 
 The analysis is a forward data flow per scope over the blocks, each block's state being the
-set of what the scope may be (closed, open) when it starts."""
+set of what the scope may be (closed, open) when it starts. A subroutine ptxas calls holds no
+reading (sites.py keeps them out), so a call is stepped over: the graph's edge from its RET to
+every call site's next instruction is a path no warp takes."""
 from __future__ import annotations
 
 from collections import defaultdict
@@ -53,7 +55,13 @@ def check(cfg: ControlFlowGraph, readings: list[PlacedReading]) -> Pairing:
         if reading.index < len(cfg.block_of):
             by_scope[reading.scope][cfg.block_of[reading.index]].append(reading)
     open_at_exit, faults = {}, {}
+    for scope, in_blocks in by_scope.items():
+        called = [r.index for b, rs in in_blocks.items() if cfg.in_subroutine[b] for r in rs]
+        if called:
+            faults[scope] = f"scope {scope}: a reading at instruction {min(called)} is in a subroutine ptxas calls"
     for scope, in_blocks in sorted(by_scope.items()):
+        if scope in faults:
+            continue
         exit_at, fault = _check_scope(cfg, scope, in_blocks)
         if exit_at is not None:
             open_at_exit[scope] = exit_at
@@ -86,6 +94,8 @@ def _check_scope(cfg: ControlFlowGraph, scope: int, in_blocks: dict[int, list[Pl
             elif not block.successors:
                 fault = fault or f"scope {scope}: a path ends at instruction {block.end - 1} ({last.opcode}) with it open"
         for s in block.successors:
+            if cfg.in_subroutine[s]:
+                continue  # stepped over: the call's next instruction is a successor too
             if state[s] | now != state[s]:
                 state[s] |= now
                 if s not in queued:

@@ -95,11 +95,17 @@ def home_chains(locations: list[Location | None], cfg: ControlFlowGraph, files: 
                 callsites: CallSites | None = None) -> tuple[list[tuple[tuple[str, int], ...]], list[bool]]:
     """Per instruction, the (file name, line) levels a scope can claim it by, and whether they
     were inferred. Files are compared by name: a cubin Triton's cache hands back keeps the path
-    the kernel was first compiled from. An instruction whose chain never reaches a marker file
-    (Triton 3.6 gives inlined library code no call site) is inferred from the nearest
-    instruction of the same block that does (the earlier one on a tie): with `callsites`, it
-    takes the kernel line calling its library function that is nearest that neighbour's line;
-    without, or with no such call, the neighbour's chain. None in the block: unclaimed."""
+    the kernel was first compiled from. Where the line table gives inlined code no call site
+    (Triton 3.6), the call site is inferred from the nearest instruction of the same block whose
+    chain is the kernel's own (the earlier one on a tie):
+    - library code (its chain never reaches a marker file): with `callsites`, the kernel line
+      calling its library function nearest that neighbour's line; without, or with no such
+      call, the neighbour's chain; none in the block: unclaimed;
+    - a `@triton.jit` helper's code (one level, outside the kernel's own lines, a function the
+      kernel calls): its own line stays (for scopes marked in the helper) and the call nearest
+      the neighbour's line is added; none in the block: the call, where the kernel makes one.
+    Of several calls, one among the kernel lines of the instruction's own loop is preferred (a
+    helper called in two loops: each loop's copy is its own call's)."""
     names = {os.path.basename(f) for f in files}
     by_location: dict[Location, tuple[tuple[str, int], ...]] = {}
     chains = []
@@ -112,23 +118,36 @@ def home_chains(locations: list[Location | None], cfg: ControlFlowGraph, files: 
             chain = by_location[location] = tuple((os.path.basename(c.file), c.line) for c in location.chain)
         chains.append(chain)
     reaches = [any(name in names for name, _ in chain) for chain in chains]
+    calls = [callsites.lines_calling(loc.file, loc.line) if callsites is not None and loc is not None else ()
+             for loc in locations]
+    helper = [reaches[i] and len(chains[i]) == 1 and bool(calls[i]) for i in range(len(locations))]
+    anchors = [reaches[i] and not helper[i] for i in range(len(locations))]
+    # The kernel lines of each loop's own code: a call made in another loop is not this code's.
+    lines_in: dict[int | None, list[int]] = defaultdict(list)
+    for i, chain in enumerate(chains):
+        if anchors[i]:
+            lines_in[cfg.loop_of[cfg.block_of[i]]].append(next(line for name, line in reversed(chain) if name in names))
+    spans = {loop: (min(lines), max(lines)) for loop, lines in lines_in.items()}
     inferred = [False] * len(locations)
     for block in cfg.blocks:
-        anchored = [i for i in range(block.start, block.end) if reaches[i]]
-        if not anchored:
-            continue
+        anchored = [i for i in range(block.start, block.end) if anchors[i]]
         k = 0
         for i in range(block.start, block.end):
-            if reaches[i]:
+            if anchors[i]:
+                continue
+            if not anchored:
+                if helper[i] and len(calls[i]) == 1:
+                    chains[i] = chains[i] + ((os.path.basename(callsites.file), calls[i][0]),)
+                    inferred[i] = True
                 continue
             while k + 1 < len(anchored) and abs(anchored[k + 1] - i) < abs(anchored[k] - i):
                 k += 1
             neighbour = chains[anchored[k]]
-            calls = callsites.lines_calling(locations[i].file, locations[i].line) \
-                if callsites is not None and locations[i] is not None else ()
-            if calls:
+            if calls[i]:
                 kernel_file, near = next(level for level in reversed(neighbour) if level[0] in names)
-                chains[i] = chains[i] + ((kernel_file, min(calls, key=lambda at: (abs(at - near), at))),)
+                low, high = spans.get(cfg.loop_of[block.index], (near, near))
+                chains[i] = chains[i] + ((kernel_file, min(calls[i], key=lambda at: (not low <= at <= high,
+                                                                                     abs(at - near), at))),)
             else:
                 chains[i] = neighbour
             inferred[i] = True
@@ -164,7 +183,9 @@ def place(instructions, locations: list[Location | None], markers: list[Marker],
     sites: list[Site] = []
     for scope_id in dict.fromkeys(s.scope_id for s in scopes):
         ks = {k for k, s in enumerate(scopes) if s.scope_id == scope_id}
-        members = [i for i, held in enumerate(holding) if held & ks and cfg.reachable[cfg.block_of[i]]]
+        # A subroutine's code runs inside whichever scope calls it: its readings are the caller's.
+        members = [i for i, held in enumerate(holding) if held & ks and cfg.reachable[cfg.block_of[i]]
+                   and not cfg.in_subroutine[cfg.block_of[i]]]
         loops = min((scopes[k].loops for k in ks if scopes[k].loops is not None), default=None)
         if loops is not None:
             # Code ptxas hoisted out of the scope's own loop (invariants, address set-up) is not an iteration.

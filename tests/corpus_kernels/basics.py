@@ -1,6 +1,6 @@
 """Small kernels that pin down the basic shapes: a vector add with and without markers,
-scopes nested three deep in nested loops, and a kernel whose later programs return
-before their second scope."""
+scopes nested three deep in nested loops, a kernel whose later programs return
+before their second scope, and scopes around code ptxas makes a subroutine of."""
 import numpy as np
 import torch
 import triton
@@ -13,6 +13,7 @@ VECTOR_ADD_SCOPES = {1: "load", 2: "store"}
 NESTED_SCOPES = {10: "program", 11: "row", 12: "column_block"}
 EARLY_RETURN_SCOPES = {20: "load", 21: "store"}
 CLOSED_RETURN_SCOPES = {22: "program", 23: "store"}
+DIVIDE_SCOPES = {24: "program", 25: "by_d", 26: "by_e"}
 
 
 @triton.jit
@@ -83,6 +84,28 @@ def closed_before_return(X, Out, N, LIMIT, BLOCK: tl.constexpr):
     tl.store(Out + offs, x * 2.0, mask=offs < N)
     scope_end(23)
     scope_end(22)
+
+
+@triton.jit
+def divide_in_scopes(X, Q, R, N, D, E, BLOCK: tl.constexpr):
+    """64-bit divisions by runtime values in two scopes: ptxas calls one subroutine, after the
+    kernel's last EXIT, from both (CALL.REL.NOINC ... RET.REL.NODEC), as in vLLM's fused MoE."""
+    scope_start(24)
+    pid = tl.program_id(0)
+    if pid * BLOCK >= N:
+        scope_end(24)
+        return
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(X + offs, mask=offs < N)
+    scope_start(25)
+    q = x // D
+    scope_end(25)
+    scope_start(26)
+    r = x // E
+    scope_end(26)
+    tl.store(Q + offs, q, mask=offs < N)
+    tl.store(R + offs, r, mask=offs < N)
+    scope_end(24)
 
 
 VECTOR_BLOCK, NESTED_BLOCK, EARLY_BLOCK = 1024, 128, 256

@@ -20,8 +20,9 @@ from third_party import cases  # noqa: E402
 
 def sass_static(case) -> str:
     from third_party.cpu_compile import compile_case
-    from gwatch_nb.cuda.sass_session import _miscounted
+    from gwatch_nb.cuda.sass_session import _miscounted, _ptx_scopes, compiled_away_scopes
     from gwatch_nb.sass import markers
+    from gwatch_nb.sass.callsites import CallSites
     from gwatch_nb.sass.instrument import instrument
     from gwatch_nb import sentinels
     from gwatch_nb.sources import from_compiled_kernel
@@ -32,16 +33,19 @@ def sass_static(case) -> str:
     for fn, kernel in compiled:
         source = sentinels.ensure(from_compiled_kernel(kernel))  # the count check reads the sentinels, as a trace does
         try:
-            made = instrument(source.cubin, kernel.name, markers.from_source(fn), shared_bytes=kernel.metadata.shared)
+            made = instrument(source.cubin, kernel.name, markers.from_source(fn), shared_bytes=kernel.metadata.shared,
+                              callsites=CallSites(fn))
         except Exception as error:  # the verdict names it; the rest of the corpus still runs
             said.append(f"{kernel.name}: refused ({type(error).__name__}: {error})")
             continue
         if made is None:
             said.append(f"{kernel.name}: no site")
             continue
-        left = sorted({row["scope"] for row in made.left_out})
+        away = compiled_away_scopes(source, made.left_out, _ptx_scopes(source))
+        left = sorted({row["scope"] for row in made.left_out} - set(away))
         miscounted = _miscounted(source, made.start_depths)
         said.append(f"{kernel.name}: {made.cost['readings']} readings" + (f", left out {left}" if left else "")
+                    + (f", compiled away {away}" if away else "")
                     + (f", {miscounted}" if miscounted else ""))
     return "; ".join(said)
 
