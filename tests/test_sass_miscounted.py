@@ -2,6 +2,8 @@
 the sass tier sees it by the loop depth of each start reading against the sentinels' in the
 PTX, and tier auto takes such a kernel to the ptx tier (sass_session._miscounted). Real
 Triton kernels compiled for sm_90a, no GPU."""
+import os
+import re
 import types
 
 import pytest
@@ -10,6 +12,7 @@ pytest.importorskip("triton")
 
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
+from triton.language.extra import libdevice  # noqa: E402
 
 from compile_kernels import compile_kernel  # noqa: E402
 from gwatch_nb.cuda.sass_session import _miscounted, _ptx_scopes, compiled_away_scopes  # noqa: E402
@@ -39,6 +42,32 @@ def counted_taps(x_ptr, out_ptr, taps, BLOCK: tl.constexpr):
         acc += x - tl.max(x, 0) + tl.sum(x * x, 0)
         scope_end(2)
     tl.store(out_ptr + offsets, acc)
+
+
+@triton.jit
+def tanh_grad_rows(dy_ptr, dx_ptr, da_ptr, x_ptr, alpha_ptr, M, N: tl.constexpr, BLOCK: tl.constexpr):
+    cols = tl.cast(tl.program_id(0), tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = cols < N
+    first = tl.cast(tl.program_id(1), tl.int64)
+    alpha = tl.load(alpha_ptr)
+    da = 0.0
+    for row in range(first, M, tl.num_programs(1)):
+        scope_start(3)
+        x = tl.load(x_ptr + row * N + cols, mask=mask, other=0.0)
+        dy = tl.load(dy_ptr + row * N + cols, mask=mask, other=0.0)
+        t = libdevice.tanh(alpha * x)
+        tmp = (1 - t * t) * dy
+        da += tl.sum(x * tmp, 0)
+        tl.store(dx_ptr + row * N + cols, alpha * tmp, mask=mask)
+        scope_end(3)
+    tl.store(da_ptr + first, da)
+
+
+TANH_GRAD_ROWS = ({"dy_ptr": "*fp32", "dx_ptr": "*fp32", "da_ptr": "*fp32", "x_ptr": "*fp32", "alpha_ptr": "*fp32",
+                   "M": "i32"}, {"N": 4096, "BLOCK": 1024})
+# Triton 3.6's PTX of tanh_grad_rows with TANH_GRAD_ROWS (the H200's Triton; its `.file` paths
+# cut to file names): LLVM laid the loop's last tail blocks above its header there.
+TRITON_36_PTX = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "tanh_grad_rows_triton36.ptx")
 
 
 @triton.jit
@@ -136,3 +165,23 @@ def test_a_scope_triton_compiled_away_is_not_a_reading_left_out(scale):
     assert (away, sorted(set(made.sites["scope"]))) == (([2], [1]) if scale == 0 else ([], [1, 2]))
     unmarked = types.SimpleNamespace(ptx=kernel.asm["ptx"].replace("gwatch", "other"))
     assert compiled_away_scopes(unmarked, made.left_out, set()) == []  # no sentinels: nothing to tell by
+
+
+def test_a_loop_is_a_loop_of_the_control_flow_not_a_backward_branch():
+    """Triton 3.6's LLVM put the last blocks of tanh_grad_rows' loop body above the loop's
+    header, reached by backward branches from inside one iteration: counting backward branches
+    over a sentinel put scope 3 two loops deep, so tier auto sent such kernels (Liger's DyT
+    backward) to the ptx tier for a count difference that was not there. The natural loops of
+    the PTX's control flow hold it once, as the compiled kernel's start reading."""
+    with open(TRITON_36_PTX) as f:
+        ptx = f.read()
+    lines = ptx.splitlines()
+    header = next(n for n, text in enumerate(lines) if "Loop Header" in text)
+    labels = {m.group(1): n for n, text in enumerate(lines) if (m := re.match(r"^([$\w]+):", text))}
+    backwards = [n for n, text in enumerate(lines) if (m := re.search(r"\bbra(?:\.uni)?\s+([$\w]+);", text))
+                 and n > header and labels[m.group(1)] < header]
+    assert backwards, "the fixture no longer has a loop's tail above its header"
+    assert markers.ptx_start_depths(ptx) == {3: [1]}
+    kernel = compile_kernel(tanh_grad_rows, *TANH_GRAD_ROWS)  # the Triton installed here
+    made = instrument(kernel.asm["cubin"], kernel.metadata.name, markers.from_source(tanh_grad_rows))
+    assert markers.ptx_start_depths(kernel.asm["ptx"]) == made.start_depths == {3: [1]}

@@ -31,28 +31,88 @@ class Marker:
 
 _LABEL = re.compile(r"^\s*([$\w]+):")
 _BRANCH = re.compile(r"\bbra(?:\.uni)?\s+([$\w]+)\s*;")
+_RETURN = re.compile(r"^\s*(?:@!?%\w+\s+)?(?:ret|exit|trap)\s*;")
+_FUNCTION = re.compile(r"^\s*(?:\.visible\s+|\.weak\s+)?\.(?:entry|func)\b")
 
 
 def ptx_start_depths(ptx: str) -> dict[int, list[int]]:
     """Per scope, the loop depth of each start sentinel in the PTX (sorted; a sentinel copied by
-    the compiler counts once per copy): how many backward branches jump over it, from below it to
-    a label above it. Each copy runs once per iteration of its loops, which is what the ptx tier
-    records."""
+    the compiler counts once per copy): how many natural loops of the PTX's control flow hold
+    it. Each copy runs once per iteration of its loops, which is what the ptx tier records."""
     lines = ptx.splitlines()
-    labels = {m.group(1): n for n, text in enumerate(lines) if (m := _LABEL.match(text))}
-    back_edges = {}  # loop label -> the last line branching back to it
-    for n, text in enumerate(lines):
-        for target in _BRANCH.findall(text):
-            if target in labels and labels[target] < n:
-                back_edges[target] = max(back_edges.get(target, n), n)
-    loops = [(labels[label], last) for label, last in back_edges.items()]
+    depth = _loop_depths(lines)
     out: dict[int, list[int]] = {}
     for n, text in enumerate(lines):
         sentinel = _SENTINEL.search(text)
         if sentinel and sentinel.group(0).startswith(FORMAT["MARKER_START"]):
-            depth = sum(1 for first, last in loops if first < n < last)
-            out.setdefault(int(sentinel.group(1)), []).append(depth)
+            out.setdefault(int(sentinel.group(1)), []).append(depth[n])
     return {scope: sorted(depths) for scope, depths in out.items()}
+
+
+def _loop_depths(lines: list[str]) -> list[int]:
+    """Per PTX line, how many natural loops hold it: blocks begin at each function, label and
+    line after a branch or return; a loop is an edge to a block that dominates its source. (A
+    backward branch alone is no loop: LLVM lays a loop's tail blocks above its header, and the
+    branches to them jump backwards from inside one iteration.)"""
+    starts = sorted({0} | {n for n, text in enumerate(lines) if _LABEL.match(text) or _FUNCTION.match(text)}
+                    | {n + 1 for n, text in enumerate(lines) if _BRANCH.search(text) or _RETURN.search(text)})
+    starts = [n for n in starts if n < len(lines)]
+    ends = starts[1:] + [len(lines)]
+    block_at = {n: k for k, n in enumerate(starts)}
+    labels = {m.group(1): block_at[n] for n, text in enumerate(lines) if (m := _LABEL.match(text))}
+    roots = [k for k, n in enumerate(starts) if n == 0 or _FUNCTION.match(lines[n])]
+    successors: list[list[int]] = []
+    for k, end in enumerate(ends):
+        last = next((lines[n] for n in range(end - 1, starts[k] - 1, -1) if lines[n].strip()), "")
+        falls = [k + 1] if k + 1 < len(starts) and k + 1 not in roots else []  # a function's end falls nowhere
+        branch, guarded = _BRANCH.search(last), last.lstrip().startswith("@")
+        if branch:
+            successors.append([labels[branch.group(1)]] * (branch.group(1) in labels) + falls * guarded)
+        else:
+            successors.append(falls * guarded if _RETURN.search(last) else falls)
+    predecessors: list[list[int]] = [[] for _ in starts]
+    for b, targets in enumerate(successors):
+        for t in targets:
+            predecessors[t].append(b)
+    dominators = _dominators(successors, predecessors, roots)
+    inside = [0] * len(starts)
+    for tail, targets in enumerate(successors):
+        for header in targets:
+            if dominators[tail] >> header & 1:  # a back edge: its loop is what reaches the tail without the header
+                body, stack = {header}, [tail]
+                while stack:
+                    b = stack.pop()
+                    if b not in body:
+                        body.add(b)
+                        stack.extend(p for p in predecessors[b] if dominators[p])
+                for b in body:
+                    inside[b] += 1
+    return [inside[k] for k, (start, end) in enumerate(zip(starts, ends)) for _ in range(start, end)]
+
+
+def _dominators(successors: list[list[int]], predecessors: list[list[int]], roots: list[int]) -> list[int]:
+    """Per block, a bit mask of the blocks that dominate it (a root: itself alone; blocks no
+    root reaches: 0)."""
+    reached, stack = set(), list(roots)
+    while stack:
+        b = stack.pop()
+        if b not in reached:
+            reached.add(b)
+            stack.extend(successors[b])
+    everything = (1 << len(successors)) - 1
+    dom = [(1 << b if b in roots else everything) if b in reached else 0 for b in range(len(successors))]
+    changed = True
+    while changed:
+        changed = False
+        for b in sorted(reached - set(roots)):
+            new = everything
+            for p in predecessors[b]:
+                if p in reached:
+                    new &= dom[p]
+            new |= 1 << b
+            if new != dom[b]:
+                dom[b], changed = new, True
+    return dom
 
 
 def from_ptx(ptx: str) -> list[Marker]:
