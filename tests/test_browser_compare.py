@@ -56,8 +56,10 @@ def page_path(runs, tmp_path_factory):
 
 def _open(session, path):
     session.page.goto(path.as_uri())
+    # Every run drawn, once there are runs: before the page has mounted them, every() of none is true.
     session.page.wait_for_function(
-        "[...document.querySelectorAll('.gw-compare .gw-body')].every(b => Number(b.dataset.frames) >= 1)")
+        "(bodies => bodies.length > 0 && bodies.every(b => Number(b.dataset.frames) >= 1))"
+        "([...document.querySelectorAll('.gw-compare .gw-body')])")
     root = session.page.query_selector(".gw-compare")
     return root, root.query_selector_all("canvas")
 
