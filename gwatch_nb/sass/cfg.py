@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass
 
 from gwatch_nb.errors import SassRewriteError
+from gwatch_nb.sass.dominators import dominators, natural_loop
 
 _JUMPS = {"BRA", "JMP"}
 _ENDS = {"EXIT", "RET", "KILL"}
@@ -172,31 +173,16 @@ class ControlFlowGraph:
                 stack.pop()
         return order[::-1]
 
-    def _on_own_path(self, b: int) -> bool:
+    def on_own_path(self, b: int) -> bool:
+        """Whether block b is reached on the kernel's own path (not unreachable, not in a subroutine)."""
         return self.reachable[b] and not self.in_subroutine[b]
 
     def _dominators(self) -> list[int]:
         """Per block, a bit mask of the blocks that dominate it on the kernel's own path, each
         call stepped over (a subroutine's RET, which the graph sends to every call site, is no
         way into a return site); blocks off that path (unreachable, subroutines): 0."""
-        order = [b for b in self.reverse_postorder() if self._on_own_path(b)]
-        everything = (1 << len(self.blocks)) - 1
-        dom = [everything if self._on_own_path(b) else 0 for b in range(len(self.blocks))]
-        if not order:
-            return dom
-        dom[0] = 1
-        changed = True
-        while changed:
-            changed = False
-            for b in order[1:]:
-                new = everything
-                for p in self.blocks[b].predecessors:
-                    if self._on_own_path(p):
-                        new &= dom[p]
-                new |= 1 << b
-                if new != dom[b]:
-                    dom[b], changed = new, True
-        return dom
+        order = [b for b in self.reverse_postorder() if self.on_own_path(b)]
+        return dominators([block.predecessors for block in self.blocks], order, (0,))
 
     def dominates(self, a: int, b: int) -> bool:
         """Whether block a dominates block b."""
@@ -207,19 +193,14 @@ class ControlFlowGraph:
         merged), outermost first."""
         bodies: dict[int, set[int]] = {}
         edges: dict[int, list[tuple[int, int]]] = {}
+        predecessors = [block.predecessors for block in self.blocks]
         for block in self.blocks:
-            if not self._on_own_path(block.index):
+            if not self.on_own_path(block.index):
                 continue
             for s in block.successors:
                 if self.dominates(s, block.index):
                     edges.setdefault(s, []).append((block.index, s))
-                    body = bodies.setdefault(s, {s})
-                    stack = [block.index]
-                    while stack:
-                        b = stack.pop()
-                        if b not in body:
-                            body.add(b)
-                            stack.extend(p for p in self.blocks[b].predecessors if self._on_own_path(p))
+                    bodies[s] = bodies.get(s, set()) | natural_loop(s, block.index, predecessors, self.dominators)
         headers = sorted(bodies, key=lambda h: (-len(bodies[h]), h))
         loops: list[Loop] = []
         for h in headers:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from gwatch_nb._native import FORMAT
 from gwatch_nb.errors import SassRewriteError
+from gwatch_nb.sass.dominators import dominators, natural_loop
 
 _FILE = re.compile(r'^\s*\.file\s+(\d+)\s+"([^"]*)"(?:\s*,.*)?$', re.M)
 _LOC = re.compile(r"^\s*\.loc\s+(\d+)\s+(\d+)\b")
@@ -74,45 +75,20 @@ def _loop_depths(lines: list[str]) -> list[int]:
     for b, targets in enumerate(successors):
         for t in targets:
             predecessors[t].append(b)
-    dominators = _dominators(successors, predecessors, roots)
-    inside = [0] * len(starts)
-    for tail, targets in enumerate(successors):
-        for header in targets:
-            if dominators[tail] >> header & 1:  # a back edge: its loop is what reaches the tail without the header
-                body, stack = {header}, [tail]
-                while stack:
-                    b = stack.pop()
-                    if b not in body:
-                        body.add(b)
-                        stack.extend(p for p in predecessors[b] if dominators[p])
-                for b in body:
-                    inside[b] += 1
-    return [inside[k] for k, (start, end) in enumerate(zip(starts, ends)) for _ in range(start, end)]
-
-
-def _dominators(successors: list[list[int]], predecessors: list[list[int]], roots: list[int]) -> list[int]:
-    """Per block, a bit mask of the blocks that dominate it (a root: itself alone; blocks no
-    root reaches: 0)."""
     reached, stack = set(), list(roots)
     while stack:
         b = stack.pop()
         if b not in reached:
             reached.add(b)
             stack.extend(successors[b])
-    everything = (1 << len(successors)) - 1
-    dom = [(1 << b if b in roots else everything) if b in reached else 0 for b in range(len(successors))]
-    changed = True
-    while changed:
-        changed = False
-        for b in sorted(reached - set(roots)):
-            new = everything
-            for p in predecessors[b]:
-                if p in reached:
-                    new &= dom[p]
-            new |= 1 << b
-            if new != dom[b]:
-                dom[b], changed = new, True
-    return dom
+    dom = dominators(predecessors, sorted(reached), roots)
+    inside = [0] * len(starts)
+    for tail, targets in enumerate(successors):
+        for header in targets:
+            if dom[tail] >> header & 1:  # a back edge
+                for b in natural_loop(header, tail, predecessors, dom):
+                    inside[b] += 1
+    return [inside[k] for k, (start, end) in enumerate(zip(starts, ends)) for _ in range(start, end)]
 
 
 def from_ptx(ptx: str) -> list[Marker]:

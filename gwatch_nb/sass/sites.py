@@ -184,8 +184,7 @@ def place(instructions, locations: list[Location | None], markers: list[Marker],
     for scope_id in dict.fromkeys(s.scope_id for s in scopes):
         ks = {k for k, s in enumerate(scopes) if s.scope_id == scope_id}
         # A subroutine's code runs inside whichever scope calls it: its readings are the caller's.
-        members = [i for i, held in enumerate(holding) if held & ks and cfg.reachable[cfg.block_of[i]]
-                   and not cfg.in_subroutine[cfg.block_of[i]]]
+        members = [i for i, held in enumerate(holding) if held & ks and cfg.on_own_path(cfg.block_of[i])]
         loops = min((scopes[k].loops for k in ks if scopes[k].loops is not None), default=None)
         if loops is not None:
             # Code ptxas hoisted out of the scope's own loop (invariants, address set-up) is not an iteration.
