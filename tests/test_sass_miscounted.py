@@ -71,6 +71,20 @@ TRITON_36_PTX = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtur
 
 
 @triton.jit
+def rows_times_first(q_desc, k_desc, out_ptr, N, BLOCK: tl.constexpr, D: tl.constexpr):
+    pid = tl.program_id(0)
+    q = q_desc.load([pid * BLOCK, 0])  # a TMA load and its mbarrier wait before the loop
+    acc = tl.zeros([BLOCK, D], tl.float32)
+    for start in range(0, N, BLOCK):
+        scope_start(3)
+        k = k_desc.load([start, 0])  # and one in it
+        acc += q.to(tl.float32) * k.to(tl.float32)
+        scope_end(3)
+    rows = pid * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + rows[:, None] * D + tl.arange(0, D)[None, :], acc)
+
+
+@triton.jit
 def scaled_copy(x_ptr, out_ptr, SCALE: tl.constexpr, BLOCK: tl.constexpr):
     scope_start(1)
     offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
@@ -185,3 +199,17 @@ def test_a_loop_is_a_loop_of_the_control_flow_not_a_backward_branch():
     kernel = compile_kernel(tanh_grad_rows, *TANH_GRAD_ROWS)  # the Triton installed here
     made = instrument(kernel.asm["cubin"], kernel.metadata.name, markers.from_source(tanh_grad_rows))
     assert markers.ptx_start_depths(kernel.asm["ptx"]) == made.start_depths == {3: [1]}
+
+
+def test_a_label_inline_assembly_repeats_is_known_in_its_own_braces():
+    """Each mbarrier wait Triton writes is inline assembly with its own `waitLoop:` label inside
+    `{ }`. Taking every branch to the last label of that name made the wait before the loop
+    jump into the loop's body, so the loop's header no longer dominated it and scope 3 read as
+    in no loop (Triton's TMA attention tutorial then read as counted other than its markers)."""
+    kernel = compile_kernel(rows_times_first, {"q_desc": "tensordesc<fp16[64, 64]>",
+                                               "k_desc": "tensordesc<fp16[64, 64]>", "out_ptr": "*fp32", "N": "i32"},
+                            {"BLOCK": 64, "D": 64})
+    ptx = kernel.asm["ptx"]
+    assert ptx.count("waitLoop:") >= 2
+    in_source = [m.loops for m in markers.from_source(rows_times_first) if m.kind == "start"]
+    assert markers.ptx_start_depths(ptx) == {3: in_source} == {3: [1]}

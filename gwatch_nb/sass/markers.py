@@ -54,21 +54,41 @@ def _loop_depths(lines: list[str]) -> list[int]:
     """Per PTX line, how many natural loops hold it: blocks begin at each function, label and
     line after a branch or return; a loop is an edge to a block that dominates its source. (A
     backward branch alone is no loop: LLVM lays a loop's tail blocks above its header, and the
-    branches to them jump backwards from inside one iteration.)"""
+    branches to them jump backwards from inside one iteration.) A label is known inside the
+    `{ }` scope that declares it: inline assembly repeats its own (an mbarrier wait's
+    `waitLoop:`) in every copy."""
     starts = sorted({0} | {n for n, text in enumerate(lines) if _LABEL.match(text) or _FUNCTION.match(text)}
                     | {n + 1 for n, text in enumerate(lines) if _BRANCH.search(text) or _RETURN.search(text)})
     starts = [n for n in starts if n < len(lines)]
     ends = starts[1:] + [len(lines)]
     block_at = {n: k for k, n in enumerate(starts)}
-    labels = {m.group(1): block_at[n] for n, text in enumerate(lines) if (m := _LABEL.match(text))}
+    scopes, stack, opened = [], [0], 0  # per line, the `{ }` scopes around it, innermost last
+    labels: dict[tuple[int, str], int] = {}
+    for n, text in enumerate(lines):
+        scopes.append(tuple(stack))
+        if m := _LABEL.match(text):
+            labels[stack[-1], m.group(1)] = block_at[n]
+        change = text.count("{") - text.count("}")  # operand lists ({%r1, %r2}) open and close on one line
+        for _ in range(change):
+            opened += 1
+            stack.append(opened)
+        for _ in range(-change):
+            if len(stack) > 1:
+                stack.pop()
+
+    def target(n: int, label: str) -> list[int]:
+        found = [labels[s, label] for s in reversed(scopes[n]) if (s, label) in labels]
+        return found[:1]
+
     roots = [k for k, n in enumerate(starts) if n == 0 or _FUNCTION.match(lines[n])]
     successors: list[list[int]] = []
     for k, end in enumerate(ends):
-        last = next((lines[n] for n in range(end - 1, starts[k] - 1, -1) if lines[n].strip()), "")
+        at = next((n for n in range(end - 1, starts[k] - 1, -1) if lines[n].strip()), starts[k])
+        last = lines[at]
         falls = [k + 1] if k + 1 < len(starts) and k + 1 not in roots else []  # a function's end falls nowhere
         branch, guarded = _BRANCH.search(last), last.lstrip().startswith("@")
         if branch:
-            successors.append([labels[branch.group(1)]] * (branch.group(1) in labels) + falls * guarded)
+            successors.append(target(at, branch.group(1)) + falls * guarded)
         else:
             successors.append(falls * guarded if _RETURN.search(last) else falls)
     predecessors: list[list[int]] = [[] for _ in starts]
