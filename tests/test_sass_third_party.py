@@ -35,3 +35,34 @@ def test_a_third_party_h200_cubin_is_instrumented_as_on_the_h200(number):
     assert {m.scope_id for m in markers} <= read | set(left_out)
     assert all(reason for reason in left_out.values())
     assert made.cost["inserted"] > 0
+
+
+def _reachable(cfg, start_block: int) -> set[int]:
+    seen, stack = {start_block}, [start_block]
+    while stack:
+        for b in cfg.blocks[stack.pop()].successors:
+            if b not in seen:
+                seen.add(b)
+                stack.append(b)
+    return seen
+
+
+def test_an_early_return_scope_starts_only_on_the_returning_path():
+    # Liger's cross entropy returns early for an ignored target (scopes 3 and 4, then `return`).
+    # ptxas laid the other path's first two instructions after that path's EXIT with no line row
+    # of their own, so they inherited line 94, inside scope 3: its start went before the branch,
+    # and every warp of a counted row took one scope-3 instance more than the ptx tier (15,008
+    # keys on the H200).
+    from gwatch_nb.sass import sites
+    from gwatch_nb.sass.cfg import ControlFlowGraph
+    from gwatch_nb.sass.lines import line_table
+    from gwatch_nb.sass.rewrite import decoded
+    number = next(n for n, k in enumerate(KERNELS) if k["key"] == "liger/cross_entropy:liger_cross_entropy_kernel")
+    cubin, name = _data[f"cubin_{number}"].tobytes(), "liger_cross_entropy_kernel"
+    instructions = decoded(cubin)[name]
+    cfg = ControlFlowGraph(instructions, name)
+    placed = sites.place(instructions, line_table(cubin)[name], [Marker(*m) for m in KERNELS[number]["markers"]],
+                         name, cfg)
+    start = {s.scope: s for s in placed if s.kind == "start"}
+    assert start[5].block not in _reachable(cfg, start[3].block)  # the returning path never reaches scope 5
+    assert start[3].block in _reachable(cfg, start[1].block)

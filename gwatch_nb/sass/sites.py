@@ -107,6 +107,7 @@ def home_chains(locations: list[Location | None], cfg: ControlFlowGraph, files: 
     Of several calls, one among the kernel lines of the instruction's own loop is preferred (a
     helper called in two loops: each loop's copy is its own call's)."""
     names = {os.path.basename(f) for f in files}
+    locations = _without_carried_rows(locations, cfg)
     by_location: dict[Location, tuple[tuple[str, int], ...]] = {}
     chains = []
     for location in locations:
@@ -152,6 +153,27 @@ def home_chains(locations: list[Location | None], cfg: ControlFlowGraph, files: 
                 chains[i] = neighbour
             inferred[i] = True
     return chains, inferred
+
+
+def _without_carried_rows(locations: list[Location | None], cfg: ControlFlowGraph) -> list[Location | None]:
+    """The locations, less those a block only inherits from the line-table row of code laid out
+    before it that never flows into it (a row holds until the next address that has one). A
+    block ptxas placed after another path's EXIT or branch often begins with no row of its own,
+    and would read as that path's code: tutorial-style early returns put the non-returning path's
+    first instructions in the returning scope, whose start then went before the branch. Such
+    instructions are placed by their block's neighbours instead (home_chains). A row the program
+    repeats at the block is a Location of its own (line_table makes one per row), so `is` tells."""
+    out = list(locations)
+    for block in cfg.blocks:
+        start = block.start
+        if start == 0 or block.index in cfg.block_at(start - 1).successors:
+            continue
+        inherited = locations[start - 1]
+        i = start
+        while inherited is not None and i < block.end and locations[i] is inherited:
+            out[i] = None
+            i += 1
+    return out
 
 
 def innermost_scopes(chains, scopes: list[Scope]) -> tuple[list[int], list[frozenset[int]]]:
