@@ -16,14 +16,25 @@ def ptxas(capability: int = 90) -> str:
 
 
 def nvdisasm(capability: int = 90) -> str:
-    """The nvdisasm Triton ships beside that ptxas."""
-    return _beside_ptxas("nvdisasm", capability)
+    """The nvdisasm Triton uses (gwatch_nb.toolchain._tool)."""
+    return _tool("nvdisasm", capability)
 
 
 def cuobjdump(capability: int = 90) -> str:
-    """The cuobjdump Triton ships beside that ptxas."""
-    return _beside_ptxas("cuobjdump", capability)
+    """The cuobjdump Triton uses (gwatch_nb.toolchain._tool)."""
+    return _tool("cuobjdump", capability)
 
 
-def _beside_ptxas(tool: str, capability: int) -> str:
-    return os.path.join(os.path.dirname(ptxas(capability)), tool)
+def _tool(name: str, capability: int) -> str:
+    """Triton's own knob for the tool (its TRITON_<NAME>_PATH, else the one its wheel ships),
+    else the one beside its ptxas. Not beside ptxas first: torch.compile points Triton's ptxas at
+    the one torch's CUDA packages ship, which has no nvdisasm beside it."""
+    from triton import knobs
+    knob = getattr(getattr(knobs, "nvidia", None), name, None)
+    try:
+        path = knob.path if knob is not None else None
+    except RuntimeError:  # the knob found no such binary
+        path = None
+    if path and os.path.exists(path):
+        return path
+    return os.path.join(os.path.dirname(ptxas(capability)), name)

@@ -1,5 +1,6 @@
 """Triton's bundled tools, found in one place that neither tier owns."""
 import ast
+import os
 import subprocess
 from pathlib import Path
 
@@ -42,3 +43,18 @@ def test_the_sass_tier_does_not_reach_into_the_ptx_tier():
 def test_the_ptx_tier_does_not_reach_into_the_sass_tier():
     for path in (PACKAGE / "ptx.py", PACKAGE / "cuda" / "session.py", PACKAGE / "cuda" / "instrumented.py"):
         assert not any(name.startswith(("gwatch_nb.sass", "gwatch_nb.cuda.sass_session")) for name in _imports(path)), path
+
+
+def test_nvdisasm_is_found_when_ptxas_lives_where_no_nvdisasm_does(tmp_path, monkeypatch):
+    # torch.compile points Triton's ptxas at the one torch's CUDA packages ship, with no nvdisasm
+    # beside it (an H200 trace of a torch.compile kernel failed on the missing file).
+    own = toolchain.ptxas()
+    lone = tmp_path / "bin" / os.path.basename(own)
+    lone.parent.mkdir()
+    lone.symlink_to(own)
+    for knob in ("TRITON_PTXAS_PATH", "TRITON_PTXAS_BLACKWELL_PATH"):
+        monkeypatch.setenv(knob, str(lone))
+    assert toolchain.ptxas() == str(lone)  # the situation is real: ptxas now lives alone
+    for tool in (toolchain.nvdisasm(), toolchain.cuobjdump()):
+        assert os.path.exists(tool) and not tool.startswith(str(tmp_path))
+

@@ -10,8 +10,10 @@ off, waits for the GPU, copies the records back and frees the buffers.
 from __future__ import annotations
 
 import ctypes
+import os
 import threading
 import time
+import traceback
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -276,7 +278,7 @@ class TraceSession:
         except KeyboardInterrupt:
             self.interrupted = True
         except Exception as error:
-            self._note("internal", "?", f"tracing failed inside a launch callback: {error!r}")
+            self._note("internal", "?", f"tracing failed inside a launch callback: {error!r}{_raised_at(error)}")
 
     def _note(self, kind: str, kernel: str, message: str) -> None:
         self._problems.setdefault((kind, kernel), Problem(kind, kernel, message))
@@ -535,3 +537,18 @@ class TraceSession:
             info["kernel_ms"] = driver.event_elapsed_ms(*launch.events)
         return records.LaunchRecords(launch.kernel, launch.grid, launch.block, launch.capacity, warps, cycles,
                                      tags, info)
+
+
+def _raised_at(error: BaseException) -> str:
+    """ " (at gwatch_nb/FILE:LINE)": the innermost frame of this package that `error` passed
+    through, which a report of an internal failure needs (the callback cannot let the traceback
+    through)."""
+    ours = [f for f in traceback.extract_tb(error.__traceback__)
+            if os.path.abspath(f.filename).startswith(_PACKAGE + os.sep)]
+    if not ours:
+        return ""
+    frame = ours[-1]
+    return f" (at gwatch_nb{os.path.abspath(frame.filename)[len(_PACKAGE):]}:{frame.lineno})"
+
+
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # this package's folder
