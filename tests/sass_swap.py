@@ -5,7 +5,6 @@ of a CompiledKernel's function for the same kernel loaded from a rewritten cubin
 launcher passes `kernel.function` at every launch (triton/runtime/jit.py, 3.6 and 3.9), so
 setting it is the whole swap; the original module stays loaded and is put back afterwards."""
 import contextlib
-import gc
 from dataclasses import dataclass
 from typing import Callable
 
@@ -14,6 +13,7 @@ import torch
 import corpus
 from examples import softmax as softmax_example
 from corpus_kernels import Workload, example_workloads
+from gwatch_nb import triton_compat
 from gwatch_nb.cuda import driver
 
 
@@ -43,13 +43,12 @@ CASES = [GpuCase(c.name, c.fn, c.workload) for c in corpus.CASES if c.workload i
 def launched_kernels(fn, launch: Callable) -> tuple[tuple, list]:
     """(launch()'s result, the CompiledKernels of the JITFunction `fn` it launched): Triton's launch
     hook names each launch's function handle; the kernels are found on the heap, as
-    gwatch_nb.sources finds them."""
+    gwatch_nb.sources finds them (a weak proxy on the heap makes isinstance() raise)."""
     from triton import knobs
-    from triton.compiler.compiler import CompiledKernel
     handles = set()
 
     def hook(metadata):
-        handles.add(metadata.data["function"])
+        handles.add(int(metadata.data["function"]))
     chain = knobs.runtime.launch_enter_hook  # a HookChain in Triton 3.9, a plain callable slot in older ones
     if hasattr(chain, "add"):
         chain.add(hook)
@@ -63,8 +62,8 @@ def launched_kernels(fn, launch: Callable) -> tuple[tuple, list]:
             chain.remove(hook)
         else:
             knobs.runtime.launch_enter_hook = chain
-    kernels = [obj for obj in gc.get_objects() if isinstance(obj, CompiledKernel)
-               and getattr(getattr(obj, "src", None), "fn", None) is fn and getattr(obj, "function", None) in handles]
+    kernels = [obj for obj, handle, *_ in triton_compat.compiled_kernels()
+               if handle in handles and getattr(getattr(obj, "src", None), "fn", None) is fn]
     return result, kernels
 
 
