@@ -30,10 +30,9 @@ def _tool(name: str, capability: int) -> str:
     else the one beside its ptxas. Not beside ptxas first: torch.compile points Triton's ptxas at
     the one torch's CUDA packages ship, which has no nvdisasm beside it."""
     from triton import knobs
-    knob = getattr(getattr(knobs, "nvidia", None), name, None)
-    try:
-        path = knob.path if knob is not None else None
-    except RuntimeError:  # the knob found no such binary
+    try:  # reading the knob runs the binary it finds, and raises where it finds none
+        path = getattr(getattr(knobs, "nvidia", None), name).path
+    except (AttributeError, RuntimeError):  # an older Triton without the knob, or no such binary
         path = None
     if path and os.path.exists(path):
         return path

@@ -165,11 +165,9 @@ def _without_carried_rows(locations: list[Location | None], cfg: ControlFlowGrap
     repeats at the block is a Location of its own (line_table makes one per row), so `is` tells."""
     out = list(locations)
     for block in cfg.blocks:
-        start = block.start
-        if start == 0 or block.index in cfg.block_at(start - 1).successors:
+        if block.start == 0 or block.index in cfg.block_at(block.start - 1).successors:
             continue
-        inherited = locations[start - 1]
-        i = start
+        inherited, i = locations[block.start - 1], block.start
         while inherited is not None and i < block.end and locations[i] is inherited:
             out[i] = None
             i += 1
