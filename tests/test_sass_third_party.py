@@ -66,3 +66,22 @@ def test_an_early_return_scope_starts_only_on_the_returning_path():
     start = {s.scope: s for s in placed if s.kind == "start"}
     assert start[5].block not in _reachable(cfg, start[3].block)  # the returning path never reaches scope 5
     assert start[3].block in _reachable(cfg, start[1].block)
+
+
+def _fixture_kernel(key: str) -> tuple[bytes, str, list[Marker]]:
+    number = next(n for n, k in enumerate(KERNELS) if k["key"] == key)
+    return _data[f"cubin_{number}"].tobytes(), key.rpartition(":")[2], [Marker(*m) for m in KERNELS[number]["markers"]]
+
+
+def test_a_kernel_with_no_room_at_its_occupancy_gives_one_step_of_it_rather_than_a_scope():
+    # FlagGems' top-k stage 1 (32 registers, every one of R0-R29 live around its SHFL.BFLY
+    # reductions): no count keeps its occupancy and frees one, and scope 3 had no reading.
+    # One step down (40 registers) the kernel's new top registers are free everywhere.
+    from gwatch_nb.sass.instrument import free_register_count, warps_per_sm
+    cubin, name, markers = _fixture_kernel("flaggems/topk_stage1:topk_stage1_kernel")
+    made = instrument(cubin, name, markers)
+    assert free_register_count(32) == 32 and made.cost["registers"] == [32, 40]
+    assert warps_per_sm(40) < warps_per_sm(32)
+    assert not [o for o in made.left_out if o["instruction"] is not None]
+    assert {m.scope_id for m in markers} <= set(made.sites["scope"]) | {o["scope"] for o in made.left_out}
+    assert 3 in made.sites["scope"]

@@ -331,14 +331,19 @@ class Cubin:
                 if fields[1] >> 32 in inside and section.type == SHT_RELA and fields[2]:
                     raise SassRewriteError(f"{what}: {section.name} points {fields[2]:#x} bytes into its code")
 
+    def register_limit(self, name: str) -> int:
+        """The most registers kernel `name` may declare: its EIATTR_MAXREG_COUNT (maxnreg, or
+        what its launch bounds leave), else 255."""
+        limits = [r.value for r in self.attributes(name) if r.id == ID["EIATTR_MAXREG_COUNT"]]
+        return min(limits + [255])
+
     def with_registers(self, name: str, count: int) -> bytes:
         """The cubin with kernel `name` declaring `count` registers (EIATTR_REGCOUNT, and the text
         header where older cubins keep it). More registers can lower occupancy: the caller asked."""
         kernel = self.kernel(name)
         what = f"kernel {name}"
         current = self.registers(name)
-        limits = [r.value for r in self.attributes(name) if r.id == ID["EIATTR_MAXREG_COUNT"]]
-        limit = min(limits + [255])
+        limit = self.register_limit(name)
         if any(r.id == ID["EIATTR_REG_RECONFIG"] for r in self.attributes(name)):
             raise SassRewriteError(f"{what}: it sets its warps' register counts itself (setmaxnreg); "
                                    "its register count cannot change")

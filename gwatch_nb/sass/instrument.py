@@ -120,8 +120,9 @@ def instrument(cubin: bytes, kernel: str, markers: list, scopes: frozenset | Non
             rows = [r for r in rows if r["scope"] not in unsound]
             readings = _readings(rows)
         except probes.TooFewRegisters as error:
-            if count == registers and free_register_count(registers, block) > registers:
-                count = free_register_count(registers, block)
+            more = _more_registers(registers, count, block, view.register_limit(kernel))
+            if more is not None:
+                count = more
             elif error.reading is None:
                 raise
             else:  # leave out the pair (start and its ends) the reading belongs to
@@ -208,6 +209,20 @@ def free_register_count(registers: int, block: tuple[int, int] | None = None) ->
         return warps_per_sm(count) if block is None else blocks_per_sm(count, *block)
     now = held(registers)
     return max(count for count in range(registers, 256) if held(count) == now)
+
+
+def _more_registers(registers: int, count: int, block: tuple[int, int] | None, limit: int) -> int | None:
+    """The register count to plan at once `count` left the probes short, at most `limit`: first
+    the largest at which an SM holds as many blocks as at the kernel's own `registers`; then the
+    largest of the next occupancy down (a reading kept costs occupancy, which the trace reports,
+    rather than a scope going unrecorded: a single step gives every probe the kernel's unused
+    top registers); None after that."""
+    same = min(free_register_count(registers, block), limit)
+    if count < same:
+        return same
+    if count == same < limit:
+        return min(free_register_count(same + 1, block), limit)
+    return None
 
 
 def _block(view: Cubin, kernel: str, shared_bytes: int | None) -> tuple[int, int] | None:

@@ -167,11 +167,12 @@ def plan(liveness: Liveness, readings: list[Reading], params: Parameters, site_n
     # first, then the readings (the last reading is the one right before the instruction).
     late: dict[int, list[_Op]] = defaultdict(list)
     _prologue(liveness, params, nxt, end, room, ops)
-    read_at = _positions(liveness, readings)
+    state = (nxt, nxt + 1, end, end + 1, room)
+    read_at = _positions(liveness, readings, state)
     groups = _groups(liveness, read_at)
     stores, words, events = [0] * len(readings), [0] * len(readings), [0] * len(readings)
     for run in _runs(cfg, read_at, groups):
-        _run(liveness, run, read_at, groups, site_numbers, nxt, room, ops, late, stores)
+        _run(liveness, run, read_at, groups, site_numbers, state, ops, late, stores)
         for g in run:
             for m, k in enumerate(groups[g]):
                 words[k] = SITE_WORD - len(groups[g]) + m
@@ -183,7 +184,7 @@ def plan(liveness: Liveness, readings: list[Reading], params: Parameters, site_n
     merged = {i: ops.get(i, []) + late.get(i, []) for i in set(ops) | set(late)}
     scheduled = _schedule(liveness, merged, (_ur(nxt), _ur(nxt + 1), _ur(room)))
     return Plan({i: [op.words() for op in items] for i, items in scheduled.items() if items},
-                (nxt, nxt + 1, end, end + 1, room), stores, read_at, words, events)
+                state, stores, read_at, words, events)
 
 
 # ---------------------------------------------------------------- the three kinds of probe
@@ -255,19 +256,19 @@ def _prologue(liveness: Liveness, params: Parameters, nxt: int, end: int, room: 
                        read_barrier=board))
 
 
-def _positions(liveness: Liveness, readings: list[Reading]) -> list[int]:
-    """Where each reading is taken: at its site, or, where no registers are free there, at the
-    nearest instruction of its block that has them, between its neighbours (records stay in
-    program order)."""
+def _positions(liveness: Liveness, readings: list[Reading], state: tuple[int, ...]) -> list[int]:
+    """Where each reading is taken: at its site, or, where neither a general register nor a
+    uniform record (_uniform_store) fits there, at the nearest instruction of its block that
+    has a general register, between its neighbours (records stay in program order)."""
     cfg = liveness.cfg
     out = []
     for k, reading in enumerate(readings):
         i = reading.index
         if not 0 <= i < len(cfg.instructions):
             raise SassRewriteError(f"kernel {cfg.kernel}: a reading at instruction {i} is outside the kernel")
-        if not _free_for_record(liveness, i, i, 1):
+        limit = readings[k + 1].index if k + 1 < len(readings) else len(cfg.instructions)
+        if not _free_for_record(liveness, i, i, 1) and _uniform_store(liveness, [i], limit, state) is None:
             block = cfg.block_at(i)
-            limit = readings[k + 1].index if k + 1 < len(readings) else len(cfg.instructions)
             span = range(max(block.start, out[-1] if out else 0), min(block.end, limit + 1))
             near = sorted((m for m in span if m != i), key=lambda m: (abs(m - i), m))
             i = next((m for m in near[:MAX_SINK] if _free_for_record(liveness, m, m, 1)), i)
@@ -305,20 +306,21 @@ def _runs(cfg, read_at: list[int], groups: list[list[int]]) -> list[list[int]]:
 
 
 def _run(liveness: Liveness, run: list[int], read_at: list[int], groups: list[list[int]], site_numbers: list[int],
-         nxt: int, room: int, ops, late, stores: list[int]) -> None:
+         state: tuple[int, ...], ops, late, stores: list[int]) -> None:
     """The probes of a run of records: one room test and one room update at its first reading,
     record m at row `next` + m, and one advance of `next` past the run's rows after its last
     stores when the test passed. Where no uniform predicate stays free over the whole run, the
     updated room is tested at the run's end instead (room > -readings)."""
     cfg = liveness.cfg
     instructions = cfg.instructions
+    nxt, room = state[0], state[4]
     first = read_at[groups[run[0]][0]]
     mark = len(late[first])  # the room test goes before the run's first probes
     placed = []
     for m, g in enumerate(run):
         nxt_first = read_at[groups[g + 1][0]] if g + 1 < len(groups) else len(instructions)
         try:
-            placed.append(_record(liveness, [read_at[k] for k in groups[g]], site_numbers[groups[g][0]], m, nxt,
+            placed.append(_record(liveness, [read_at[k] for k in groups[g]], site_numbers[groups[g][0]], m, state,
                                   ops, late, nxt_first))
         except TooFewRegisters as error:
             raise TooFewRegisters(str(error), groups[g][0]) from None
@@ -349,12 +351,25 @@ def _run(liveness: Liveness, run: list[int], read_at: list[int], groups: list[li
                      latency=FIXED_LATENCY))
 
 
-def _record(liveness: Liveness, read_at: list[int], site: int, row: int, nxt: int, ops, late,
+def _record(liveness: Liveness, read_at: list[int], site: int, row: int, state: tuple[int, ...], ops, late,
             limit: int) -> tuple[int, list]:
     """The probes of one record, row `row` of its run, its readings taken before the
     instructions `read_at` of one block; returns the index its stores go before (sunk at most
     to `limit`, the next record's first reading, so that records are written in program order)
-    and the list they are in."""
+    and the list they are in. Where general registers are short, a uniform record."""
+    try:
+        return _general_record(liveness, read_at, site, row, state[0], ops, late, limit)
+    except TooFewRegisters:
+        store = _uniform_store(liveness, read_at, limit, state)
+        if store is None:
+            raise
+        return _uniform_record(liveness, read_at, site, row, state[0], ops, late, store)
+
+
+def _general_record(liveness: Liveness, read_at: list[int], site: int, row: int, nxt: int, ops, late,
+                    limit: int) -> tuple[int, list]:
+    """A record whose readings are taken into general registers (CS2R), which hold them up to
+    its stores."""
     cfg = liveness.cfg
     first, last, count = read_at[0], read_at[-1], len(read_at)
     block = cfg.block_at(first)
@@ -405,6 +420,83 @@ def _record(liveness: Liveness, read_at: list[int], site: int, row: int, nxt: in
                                                                       width=32 * n, eviction="EF", control=c),
                      reads=(_ur(nxt), _ur(nxt + 1)) + tuple(_r(data + m) for m in range(width)), read_barrier=BOARD_CHOSEN_LATER)
                  for word, data, width in vectors)
+    return j, where
+
+
+@dataclass(frozen=True)
+class _UniformStore:
+    """Where a uniform record's readings are moved into general registers and stored."""
+    at: int                   # the stores go before this instruction
+    uniforms: tuple[int, ...]  # per reading, the uniform register it is taken into
+    board: int                # the scoreboard its S2URs set, waited on by the moves
+    registers: list[int]      # general registers free at `at`: one per word, or one for all in turn
+
+
+def _uniform_store(liveness: Liveness, read_at: list[int], limit: int, state: tuple[int, ...]) -> _UniformStore | None:
+    """Where a record of readings at `read_at` (one block) can keep them in uniform registers:
+    the first instruction from the last reading on, up to `limit` and before the block's last,
+    STORE_DISTANCE kernel cycles past it at which general registers for every word are free
+    (else the furthest with them, else the furthest with one), while uniform registers for the
+    readings and a scoreboard stay free from the first reading to there. None where there is no
+    such place."""
+    cfg = liveness.cfg
+    first, last, count = read_at[0], read_at[-1], len(read_at)
+    block = cfg.block_at(first)
+    whole = single = None
+    cycles = 0
+    for j in range(last, min(block.end - 1, limit) + 1):
+        window = max(last, j - 1)
+        uniforms = [u for u in liveness.free_uniform_registers(first, window) if u not in state]
+        boards = liveness.scoreboards.idle(first, window)
+        if len(uniforms) < count or not boards:
+            break
+        free = liveness.free_registers(j)
+        if free:
+            store = _UniformStore(j, tuple(uniforms[-count:]), boards[-1], free)
+            if len(free) > count:
+                whole = store
+                if cycles >= STORE_DISTANCE:
+                    break
+            else:
+                single = store
+        cycles += control_of(cfg.instructions[j]).stall
+    return whole or single
+
+
+def _uniform_record(liveness: Liveness, read_at: list[int], site: int, row: int, nxt: int, ops, late,
+                    store: _UniformStore) -> tuple[int, list]:
+    """A record whose readings find no general register free: each taken into a uniform
+    register (S2UR, setting a scoreboard), then at `store.at` moved into general registers
+    (MOV, which waits on it) with the site's number, and stored. With one register free
+    there, each word in turn: the next move waits for the store before it to read it."""
+    cfg = liveness.cfg
+    first, last, count = read_at[0], read_at[-1], len(read_at)
+    j = store.at
+    R, U = E.Reg, E.UReg
+    for at, u in zip(read_at, store.uniforms):
+        late[at].append(_Op(lambda c, u=u: E.s2ur(U(u), "SR_CLOCKLO", control=c), writes=(_ur(u),),
+                            write_barrier=store.board))
+    values = [(SITE_WORD - count + m, U(u), (_ur(u),)) for m, u in enumerate(store.uniforms)]
+    values.append((SITE_WORD, site, ()))
+    if len(store.registers) > count:
+        words, vectors = _record_layout(liveness, j, j, cfg.block_at(first), count)
+    else:
+        words, vectors = {w: store.registers[-1] for w, _, _ in values}, None
+    where = late[last] if j == last else ops[j]
+    offset = row * FORMAT["RECORD_BYTES"]
+
+    def put(word: int, data: int, width: int) -> _Op:
+        return _Op(lambda c: E.stg_uniform(U(nxt), R(data), offset=offset + 4 * word, width=32 * width,
+                                           eviction="EF", control=c),
+                   reads=(_ur(nxt), _ur(nxt + 1)) + tuple(_r(data + m) for m in range(width)),
+                   read_barrier=BOARD_CHOSEN_LATER)
+    for word, value, reads in values:
+        where.append(_Op(lambda c, r=words[word], v=value: E.mov(R(r), v, control=c), reads=reads,
+                         writes=(_r(words[word]),), latency=FIXED_LATENCY))
+        if vectors is None:
+            where.append(put(word, words[word], 1))
+    for word, data, width in vectors or ():
+        where.append(put(word, data, width))
     return j, where
 
 
