@@ -800,3 +800,33 @@ def test_registers_rise_as_far_as_an_sm_holds_as_many_blocks():
     # 10 at 41 to 48.
     assert blocks_per_sm(40, 4, 0) == 12 and blocks_per_sm(41, 4, 0) == 10
     assert free_register_count(40, (4, 0)) == 40
+
+
+@pytest.mark.parametrize("version, name", PROBED, ids=PROBED_IDS)
+def test_no_probe_touches_a_warpgroup_mmas_registers_after_its_arrive(version, name):
+    """From a `WARPGROUP.ARRIVE` to the MMAs after it, their accumulators are the warpgroup's
+    MMA unit's (another warp's HGMMA may write them): no probe there writes or reads one, and a
+    record store reading one before the arrive is waited on before it."""
+    p = _probed_or_skip(version, name)
+    plain_uses = p.liveness.uses
+    for arrive in (k for k, i in enumerate(p.plain) if i.opcode == "WARPGROUP.ARRIVE"):
+        block = p.cfg.block_at(arrive)
+        following = next((k for k in range(arrive + 1, block.end) if p.plain[k].opcode == "WARPGROUP.ARRIVE"),
+                         block.end)
+        mmas = [k for k in range(arrive, following) if p.plain[k].base in ("HGMMA", "IGMMA", "QGMMA")]
+        if not mmas:
+            continue
+        last_mma, mask = mmas[-1], 0
+        for k in mmas:
+            mask |= (plain_uses[k].reads | plain_uses[k].writes) & regs.GPRS
+        for n in range(p.position[arrive], p.position[last_mma]):
+            if p.inserted[n]:
+                assert not (p.uses[n].reads | p.uses[n].writes) & mask, \
+                    f"the {p.new[n].opcode} at new {n} touches {regs.register_names((p.uses[n].reads | p.uses[n].writes) & mask)} " \
+                    f"between the arrive at {arrive} and its MMA"
+        region = p.region(block)
+        for s in range(region.start, p.position[arrive]):
+            if p.inserted[s] and p.new[s].base == "STG" and p.uses[s].reads & mask:
+                board = p.new[s].control.read_barrier
+                assert any(released(p.new[m]) >> board & 1 for m in range(s + 1, p.position[arrive] + 1)), \
+                    f"the store at new {s} may still be reading an MMA's register at the arrive at {arrive}"

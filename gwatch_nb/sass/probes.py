@@ -681,7 +681,8 @@ def _schedule(liveness: Liveness, ops: dict[int, list[_Op]], state: tuple[int, .
             use = liveness.uses[p]
             _release(released(kernel), written_by, reading)  # the kernel's own waits cover the probes' too
             _release_reads(released(kernel), kernel_reading)
-            touched = [r for r in reading if use.writes >> r & 1]
+            taken = use.writes | liveness.scoreboards.fenced.get(p, 0)
+            touched = [r for r in reading if taken >> r & 1]
             at_end = p == block.end - 1 and not (kernel.base == "EXIT" and kernel.predicate in (None, "@PT"))
             waits = immediate
             for r in (reading if at_end else touched):
@@ -760,7 +761,9 @@ def _store_board(liveness: Liveness, block, p: int, op: _Op) -> tuple[int, int]:
     that write (a NOP waits there). Else one idle at p, or SB0, waited on at once."""
     data = [r for r in op.reads if r < regs.UNIFORM_BASE]
     instructions = liveness.cfg.instructions
-    write = next((k for k in range(p, block.end) if any(liveness.uses[k].writes >> r & 1 for r in data)), block.end)
+    fenced = liveness.scoreboards.fenced
+    write = next((k for k in range(p, block.end)
+                  if any((liveness.uses[k].writes | fenced.get(k, 0)) >> r & 1 for r in data)), block.end)
     for k in range(p, write):
         freed = released(instructions[k]) & ((1 << SCOREBOARDS) - 1)
         if freed:

@@ -18,7 +18,8 @@ What this module assumes, erring towards "busy":
   it set, or, barrier or not, until the kernel itself touches them again (a later read or
   write of a result, a later write of a source): ptxas orders the kernel's own accesses, so
   they prove the transfer done. A result or source the kernel never touches again stays in
-  flight to the end. A warpgroup MMA's registers stay in flight until `WARPGROUP.DEPBAR.LE gsb0, 0x0`.
+  flight to the end. A warpgroup MMA's registers stay in flight until `WARPGROUP.DEPBAR.LE gsb0, 0x0`,
+  from the `WARPGROUP.ARRIVE` before it on (another warp of the group may start the MMA).
 - Fixed latency: an inserted instruction issues at least FIXED_LATENCY cycles (the sum of
   the stall counts in between) after a fixed-latency instruction whose result it reads or
   whose destination it also writes, and no kernel instruction reads or writes its result
@@ -38,7 +39,7 @@ import re
 
 from gwatch_nb.errors import SassRewriteError
 from gwatch_nb.sass.control import MASK, NO_BARRIER, SCOREBOARDS, SHIFT, Control
-from gwatch_nb.sass.registers import RegisterUse, register_use
+from gwatch_nb.sass.registers import GPRS, RegisterUse, register_use
 
 FIXED_LATENCY = 6
 SLOW_OPCODES = frozenset({"R2UR", "P2R", "USGXT", "HFMA2", "CS2R"})
@@ -96,6 +97,12 @@ class Scoreboards:
         instructions = cfg.instructions
         self.uses = uses if uses is not None else [register_use(i, cfg.kernel) for i in instructions]
         self._effects = [self._effect(ins, use) for ins, use in zip(instructions, self.uses)]
+        #: WARPGROUP.ARRIVE index -> the registers it hands to the MMAs after it (a store still
+        #: reading one must be waited on before the arrive, as before a write of it)
+        self.fenced = _fenced_by_arrive(cfg, self.uses)
+        for arrive, fenced in self.fenced.items():
+            freed, sets, untouched, unwritten, transfers = self._effects[arrive]
+            self._effects[arrive] = freed, sets, untouched, unwritten, transfers + [(WARPGROUP, fenced, 0)]
         self._block_in = self._solve()
         self._states: dict[int, list] = {}
 
@@ -224,6 +231,25 @@ class Scoreboards:
             released, sets, *_ = self._effects[k]
             busy |= self.pending(k) | released | sets
         return [k for k in range(SCOREBOARDS) if not busy >> k & 1]
+
+
+def _fenced_by_arrive(cfg, uses: list[RegisterUse]) -> dict[int, int]:
+    """Per `WARPGROUP.ARRIVE`, the general registers of the warpgroup MMAs after it in its block
+    (up to the next arrive): the warpgroup's MMA unit may write a warp's accumulators as soon as
+    another warp of the group has issued, so from the arrive on they are the MMA's. On the
+    H200 a record stored from accumulators between an arrive and its HGMMA (SGLang's extend
+    attention) stored the MMA's results instead, on a few warps of each run."""
+    out = {}
+    for block in cfg.blocks:
+        arrive = None
+        for k in range(block.start, block.end):
+            instruction = cfg.instructions[k]
+            if instruction.opcode == "WARPGROUP.ARRIVE":
+                arrive = k
+                out[k] = 0
+            elif arrive is not None and instruction.base in WARPGROUP_MMA:
+                out[arrive] |= (uses[k].reads | uses[k].writes) & GPRS
+    return {k: mask for k, mask in out.items() if mask}
 
 
 def _union(slots) -> int:
