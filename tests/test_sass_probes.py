@@ -33,7 +33,7 @@ from gwatch_nb.sass.instrument import AUTO_SCOPE_BASE, SITE_COLUMNS, free_regist
 from gwatch_nb.sass.instruction import Instruction
 from gwatch_nb.sass.lines import line_table
 from gwatch_nb.sass.liveness import Liveness
-from gwatch_nb.sass.probes import MAX_RUN_RECORDS, MAX_SINK, PREDICATE_LATENCY, SITE_WORD
+from gwatch_nb.sass.probes import ADDRESS_LATENCY, MAX_RUN_RECORDS, MAX_SINK, PREDICATE_LATENCY, SITE_WORD
 from gwatch_nb.sass.registers import register_use
 from gwatch_nb.sass.scoreboards import FIXED_LATENCY, SLOW_LATENCY, UNBARRIERED, released
 from gwatch_nb.sass.sites import place
@@ -598,9 +598,15 @@ def test_probe_results_are_read_only_once_ready(version, name):
             if p.inserted[n]:
                 for bit in _bits(p.uses[n].reads):
                     w = writer.get(bit)
+                    address = p.new[n].base == "STG" and regs.UNIFORM_BASE <= bit < regs.PREDICATE_BASE
+                    if w is None and address:  # written in a block before, ready for an ALU reader at its end
+                        assert _stalls(p, region.start, n) >= ADDRESS_LATENCY - FIXED_LATENCY, \
+                            f"the store at new {n} takes its address from the block before too soon"
                     if w is None or not p.inserted[w]:
                         continue
                     latency = PROBE_LATENCY[p.new[w].base]
+                    if address:
+                        latency = max(latency, ADDRESS_LATENCY)
                     board = p.new[w].control.write_barrier
                     if board != NO_BARRIER:
                         waited = any(released(p.new[m]) >> board & 1 for m in range(w + 1, n + 1))

@@ -52,6 +52,10 @@ MAX_SINK = 48
 PREDICATE_LATENCY = 13    # ISETP to a guard that reads its result (ptxas's own distance)
 #: CS2R of the clock to a reader of its result: ptxas itself leaves 7 to 9 cycles (scoreboards.py).
 CLOCK_LATENCY = 9
+#: A uniform result to a store that takes it as its address: ptxas leaves at least 8 to 9
+#: cycles there (UMOV, ULEA to LDS, STS, STG: 351 cases in 113 corpus cubins), though 6
+#: (FIXED_LATENCY) to an ALU reader; the advance of `next` to the next run's stores waits this long.
+ADDRESS_LATENCY = 9
 FIRST_STATE_UR = 0        # ptxas never hands out UR0-UR3, but the H200 runs probes kept there
 PROLOGUE_BOARD = 5        # scoreboard of the prologue's S2R and LDC (nothing is pending at entry)
 MAX_STALL = 15
@@ -97,6 +101,7 @@ class _Op:
     write_barrier: int = NO_BARRIER
     read_barrier: int = NO_BARRIER
     wait: int = 0
+    store: bool = False  # a store: its uniform address must be ADDRESS_LATENCY old
 
     def words(self) -> E.Words:
         return self.make(Control(stall=self.stall, write_barrier=self.write_barrier,
@@ -253,7 +258,7 @@ def _prologue(liveness: Liveness, params: Parameters, nxt: int, end: int, room: 
         out.append(_Op(lambda c, o=offset, d=data, w=width: E.stg_uniform(U(end), R(d), offset=o - _HEADER, width=w,
                                                                           eviction="EF", control=c),
                        reads=(_ur(end), _ur(end + 1)) + tuple(_r(data + k) for k in range(width // 32)),
-                       read_barrier=board))
+                       read_barrier=board, store=True))
 
 
 def _positions(liveness: Liveness, readings: list[Reading], state: tuple[int, ...]) -> list[int]:
@@ -418,7 +423,8 @@ def _general_record(liveness: Liveness, read_at: list[int], site: int, row: int,
     where = late[last] if j == last else ops[j]
     where.extend(_Op(lambda c, d=data, w=word, n=width: E.stg_uniform(U(nxt), R(d), offset=offset + 4 * w,
                                                                       width=32 * n, eviction="EF", control=c),
-                     reads=(_ur(nxt), _ur(nxt + 1)) + tuple(_r(data + m) for m in range(width)), read_barrier=BOARD_CHOSEN_LATER)
+                     reads=(_ur(nxt), _ur(nxt + 1)) + tuple(_r(data + m) for m in range(width)),
+                     read_barrier=BOARD_CHOSEN_LATER, store=True)
                  for word, data, width in vectors)
     return j, where
 
@@ -489,7 +495,7 @@ def _uniform_record(liveness: Liveness, read_at: list[int], site: int, row: int,
         return _Op(lambda c: E.stg_uniform(U(nxt), R(data), offset=offset + 4 * word, width=32 * width,
                                            eviction="EF", control=c),
                    reads=(_ur(nxt), _ur(nxt + 1)) + tuple(_r(data + m) for m in range(width)),
-                   read_barrier=BOARD_CHOSEN_LATER)
+                   read_barrier=BOARD_CHOSEN_LATER, store=True)
     for word, value, reads in values:
         where.append(_Op(lambda c, r=words[word], v=value: E.mov(R(r), v, control=c), reads=reads,
                          writes=(_r(words[word]),), latency=FIXED_LATENCY))
@@ -579,7 +585,7 @@ def _epilogue(liveness: Liveness, exit_instruction, nxt: int, end: int, room: in
                        latency=FIXED_LATENCY)]
     stores = [_Op(lambda c, o=offset, d=data: E.stg_uniform(U(end), R(d), offset=o - _HEADER, width=64,
                                                             eviction="EF", guard=guard, control=c),
-                  reads=(_ur(end), _ur(end + 1), _r(data), _r(data + 1)))
+                  reads=(_ur(end), _ur(end + 1), _r(data), _r(data + 1)), store=True)
               for offset, data in ((FORMAT["SH_GT_EXIT"], timer), (FORMAT["SH_CK_EXIT"], clock),
                                    (FORMAT["SH_EVENTS"], counts))]
     if len({timer, clock, counts}) == 3:  # every value read first, then the three stores
@@ -640,6 +646,8 @@ def _schedule(liveness: Liveness, ops: dict[int, list[_Op]], state: tuple[int, .
         cycle = 0
         immediate = 0  # scoreboards to wait on before the next kernel instruction
         ready: dict[int, int] = {}
+        # The state may have been written in the block before, ready for an ALU reader at its end.
+        address_ready = {r: ADDRESS_LATENCY - FIXED_LATENCY for r in state}
         written_by: dict[int, int] = {}   # register bit -> scoreboard of a variable-latency write
         reading: dict[int, int] = {}      # register bit -> scoreboard a store reads it through
         # Registers the kernel's own stores (and other variable-latency readers) may still be
@@ -652,6 +660,8 @@ def _schedule(liveness: Liveness, ops: dict[int, list[_Op]], state: tuple[int, .
                     op.read_barrier, now = _store_board(liveness, block, p, op)
                     immediate |= now << op.read_barrier
                 need = max((ready.get(r, 0) for r in op.reads), default=0)
+                if op.store:
+                    need = max([need] + [address_ready.get(r, 0) for r in op.reads if r >= regs.UNIFORM_BASE])
                 if need > cycle:
                     cycle = _pad(items, need - cycle, cycle)
                 for r in op.reads:
@@ -672,6 +682,8 @@ def _schedule(liveness: Liveness, ops: dict[int, list[_Op]], state: tuple[int, .
                     if op.write_barrier != NO_BARRIER:
                         written_by[r] = op.write_barrier
                     ready[r] = cycle + op.latency
+                    if regs.UNIFORM_BASE <= r < regs.PREDICATE_BASE:
+                        address_ready[r] = cycle + max(op.latency, ADDRESS_LATENCY)
                 if op.read_barrier != NO_BARRIER:
                     for r in op.reads:
                         if r < regs.UNIFORM_BASE:
