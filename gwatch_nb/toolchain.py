@@ -1,4 +1,4 @@
-"""Where Triton's bundled CUDA tools live: its ptxas, and nvdisasm and cuobjdump beside it.
+"""Where Triton's bundled CUDA tools live: its ptxas, nvdisasm and cuobjdump.
 
 Both tiers run them (the ptx tier assembles its rewritten PTX with ptxas, the sass tier
 decodes cubins with nvdisasm; the tests read listings with cuobjdump), so they belong to

@@ -37,6 +37,11 @@ def test_a_third_party_h200_cubin_is_instrumented_as_on_the_h200(number):
     assert made.cost["inserted"] > 0
 
 
+def _fixture_kernel(key: str) -> tuple[bytes, str, list[Marker]]:
+    number = next(n for n, k in enumerate(KERNELS) if k["key"] == key)
+    return _data[f"cubin_{number}"].tobytes(), key.rpartition(":")[2], [Marker(*m) for m in KERNELS[number]["markers"]]
+
+
 def _reachable(cfg, start_block: int) -> set[int]:
     seen, stack = {start_block}, [start_block]
     while stack:
@@ -57,20 +62,13 @@ def test_an_early_return_scope_starts_only_on_the_returning_path():
     from gwatch_nb.sass.cfg import ControlFlowGraph
     from gwatch_nb.sass.lines import line_table
     from gwatch_nb.sass.rewrite import decoded
-    number = next(n for n, k in enumerate(KERNELS) if k["key"] == "liger/cross_entropy:liger_cross_entropy_kernel")
-    cubin, name = _data[f"cubin_{number}"].tobytes(), "liger_cross_entropy_kernel"
+    cubin, name, markers = _fixture_kernel("liger/cross_entropy:liger_cross_entropy_kernel")
     instructions = decoded(cubin)[name]
     cfg = ControlFlowGraph(instructions, name)
-    placed = sites.place(instructions, line_table(cubin)[name], [Marker(*m) for m in KERNELS[number]["markers"]],
-                         name, cfg)
+    placed = sites.place(instructions, line_table(cubin)[name], markers, name, cfg)
     start = {s.scope: s for s in placed if s.kind == "start"}
     assert start[5].block not in _reachable(cfg, start[3].block)  # the returning path never reaches scope 5
     assert start[3].block in _reachable(cfg, start[1].block)
-
-
-def _fixture_kernel(key: str) -> tuple[bytes, str, list[Marker]]:
-    number = next(n for n, k in enumerate(KERNELS) if k["key"] == key)
-    return _data[f"cubin_{number}"].tobytes(), key.rpartition(":")[2], [Marker(*m) for m in KERNELS[number]["markers"]]
 
 
 def test_a_kernel_with_no_room_at_its_occupancy_gives_one_step_of_it_rather_than_a_scope():

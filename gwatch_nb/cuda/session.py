@@ -543,12 +543,11 @@ def _raised_at(error: BaseException) -> str:
     """ " (at gwatch_nb/FILE:LINE)": the innermost frame of this package that `error` passed
     through, which a report of an internal failure needs (the callback cannot let the traceback
     through)."""
-    ours = [f for f in traceback.extract_tb(error.__traceback__)
-            if os.path.abspath(f.filename).startswith(_PACKAGE + os.sep)]
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    ours = [(os.path.relpath(os.path.abspath(f.filename), package), f.lineno)
+            for f in traceback.extract_tb(error.__traceback__)
+            if os.path.abspath(f.filename).startswith(package + os.sep)]
     if not ours:
         return ""
-    frame = ours[-1]
-    return f" (at gwatch_nb{os.path.abspath(frame.filename)[len(_PACKAGE):]}:{frame.lineno})"
-
-
-_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # this package's folder
+    path, line = ours[-1]
+    return f" (at gwatch_nb/{path}:{line})"

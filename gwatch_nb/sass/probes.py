@@ -450,15 +450,21 @@ def _uniform_store(liveness: Liveness, read_at: list[int], limit: int, state: tu
     block = cfg.block_at(first)
     whole = single = None
     cycles = 0
+    # What stays free from the first reading on, grown one instruction at a time: free over a
+    # window is free at each of its instructions.
+    uniforms = set(liveness.free_uniform_registers(first)) - set(state)
+    boards = set(liveness.scoreboards.idle(first))
+    grown = first
     for j in range(last, min(block.end - 1, limit) + 1):
-        window = max(last, j - 1)
-        uniforms = [u for u in liveness.free_uniform_registers(first, window) if u not in state]
-        boards = liveness.scoreboards.idle(first, window)
+        while grown < max(last, j - 1):
+            grown += 1
+            uniforms &= set(liveness.free_uniform_registers(grown))
+            boards &= set(liveness.scoreboards.idle(grown))
         if len(uniforms) < count or not boards:
             break
         free = liveness.free_registers(j)
         if free:
-            store = _UniformStore(j, tuple(uniforms[-count:]), boards[-1], free)
+            store = _UniformStore(j, tuple(sorted(uniforms)[-count:]), max(boards), free)
             if len(free) > count:
                 whole = store
                 if cycles >= STORE_DISTANCE:
@@ -693,7 +699,7 @@ def _schedule(liveness: Liveness, ops: dict[int, list[_Op]], state: tuple[int, .
             use = liveness.uses[p]
             _release(released(kernel), written_by, reading)  # the kernel's own waits cover the probes' too
             _release_reads(released(kernel), kernel_reading)
-            taken = use.writes | liveness.scoreboards.fenced.get(p, 0)
+            taken = _taken(liveness, p)
             touched = [r for r in reading if taken >> r & 1]
             at_end = p == block.end - 1 and not (kernel.base == "EXIT" and kernel.predicate in (None, "@PT"))
             waits = immediate
@@ -766,6 +772,12 @@ def _kernel_reads_in_flight(liveness: Liveness) -> list[dict[int, int]]:
     return at_start
 
 
+def _taken(liveness: Liveness, k: int) -> int:
+    """Registers kernel instruction k takes from whatever still reads them: those it writes, and
+    at a WARPGROUP.ARRIVE those it hands to the MMAs after it (scoreboards.py)."""
+    return liveness.uses[k].writes | liveness.scoreboards.fenced.get(k, 0)
+
+
 def _store_board(liveness: Liveness, block, p: int, op: _Op) -> tuple[int, int]:
     """(scoreboard, wait at once) for a record store inserted before instruction p. Best, a
     scoreboard the kernel itself waits on before it next writes a register the store reads:
@@ -773,9 +785,7 @@ def _store_board(liveness: Liveness, block, p: int, op: _Op) -> tuple[int, int]:
     that write (a NOP waits there). Else one idle at p, or SB0, waited on at once."""
     data = [r for r in op.reads if r < regs.UNIFORM_BASE]
     instructions = liveness.cfg.instructions
-    fenced = liveness.scoreboards.fenced
-    write = next((k for k in range(p, block.end)
-                  if any((liveness.uses[k].writes | fenced.get(k, 0)) >> r & 1 for r in data)), block.end)
+    write = next((k for k in range(p, block.end) if any(_taken(liveness, k) >> r & 1 for r in data)), block.end)
     for k in range(p, write):
         freed = released(instructions[k]) & ((1 << SCOREBOARDS) - 1)
         if freed:
