@@ -4,8 +4,9 @@
 ``{"measured": False, "reason": "..."}`` or ``{"measured": True, "method": "...",
 "slowdown_pct": float, "spread_pct": [low, high], "traced_ms": float,
 "untraced_ms": float, "traced_launches": int, "untraced_launches": int}``.
-Times are CUDA-event kernel times (ms), grouped by the launched kernel and its
-configuration (one compiled kernel); ``slowdown_pct`` is the median over traced
+Times are each kernel's own time on the GPU (ms), from its start to its end as CUPTI's
+activity records give them (cuda/activity.py: nothing the host does around a launch enters
+them), grouped by the launched kernel and its configuration (one compiled kernel); ``slowdown_pct`` is the median over traced
 launches of (traced time / its group's median untraced time) - 1; ``spread_pct`` is
 the 25th to 75th percentile of every traced/untraced ratio of a group, so it widens
 with either side's noise. Nothing is ever estimated where nothing untraced ran."""
@@ -17,8 +18,8 @@ import numpy as np
 
 #: How untraced times were obtained.
 METHODS = {
-    "beside": "untraced launches of the same kernel and configuration made by fn itself, timed with CUDA events",
-    "replay": "the traced launch replayed untraced (baseline=N), timed with CUDA events",
+    "beside": "untraced launches of the same kernel and configuration made by fn itself, GPU kernel times",
+    "replay": "the traced launch replayed untraced (baseline=N), GPU kernel times",
 }
 
 

@@ -56,3 +56,18 @@ def test_a_trace_of_every_launch_says_the_cost_was_not_measured(ab):
     trace = do_trace(lambda: matmul.matmul(*ab), r"matmul_kernel", scope_name_map=matmul.SCOPES)
     assert trace.overhead == {"measured": False, "reason": trace.overhead["reason"]}
     assert "baseline=N" in trace.overhead["reason"]
+
+
+def test_a_traced_launch_is_timed_on_the_gpu_not_through_the_host(ab):
+    """Each traced launch's kernel_ms is the kernel's own span on the GPU: within a few µs of
+    its warps' lives (first entry to last exit, by the trace's own %globaltimer readings), not
+    the host's work in the launch callback (the first launch instruments for most of a second)."""
+    a, b = (t[:512, :512].contiguous() for t in ab)
+    trace = do_trace(lambda: [matmul.matmul(a, b) for _ in range(6)], r"matmul_kernel",
+                     scope_name_map=matmul.SCOPES, instrumentation_tier="sass")
+    assert len(trace.records) == 6
+    for record in trace.records:
+        lived = record.warps[record.warps["gt_exit"] != 0]
+        life_us = (int(lived["gt_exit"].max()) - int(lived["gt_entry"].min())) / 1e3
+        kernel_us = record.info["kernel_ms"] * 1e3
+        assert life_us - 0.1 <= kernel_us <= life_us + 3.0, (life_us, kernel_us, record.info["host_callback_us"])

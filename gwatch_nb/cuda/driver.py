@@ -195,22 +195,6 @@ def synchronize_context(context_handle: int) -> None:
         check(_driver().cuCtxSynchronize(), "cuCtxSynchronize")
 
 
-def event_record(stream_handle: int):
-    """A new CUDA event recorded now on the stream."""
-    cu = _driver()
-    event = check(cu.cuEventCreate(cu.CUevent_flags.CU_EVENT_DEFAULT), "cuEventCreate")
-    check(cu.cuEventRecord(event, cu.CUstream(stream_handle)), "cuEventRecord")
-    return event
-
-
-def event_elapsed_ms(start, end) -> float:
-    return float(check(_driver().cuEventElapsedTime(start, end), "cuEventElapsedTime"))
-
-
-def event_destroy(event) -> None:
-    _driver().cuEventDestroy(event)
-
-
 @functools.cache
 def _libcuda():
     import ctypes

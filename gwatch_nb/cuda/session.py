@@ -21,13 +21,13 @@ import numpy as np
 
 from .. import launch_config, layout, overhead, records, sentinels, triton_compat
 from ..autotune import AutotuneWatch
-from ..errors import TraceFailedError
+from ..errors import CuptiUnavailableError, TraceFailedError
 from ..instrumentation_cost import warning as cost_warning
 from ..options import TraceOptions
 from ..scopes import no_markers_message
 from ..sources import TritonSources
 from ..tiers import Problem
-from . import cupti, driver
+from . import activity, cupti, driver
 from .instrumented import InstrumentedKernel, cost, instrument_kernel
 
 #: Default per-launch budget for trace buffers (the capacity adapts to the warp count).
@@ -121,7 +121,7 @@ class PendingLaunch:
     info: dict
     key: tuple[int, int] = (0, 0)                   # (context, original CUfunction): one compiled kernel
     keep_alive: list = field(default_factory=list)  # parameter arrays the driver reads at launch
-    events: list = field(default_factory=list)      # CUDA events just before and after the kernel
+    correlation: int = 0                            # CUPTI's id of the launch: its kernel record's
     host_seconds: float = 0.0                       # time spent in the launch callbacks
     failed: str | None = None
     buffer: object = layout.PTX_BUFFERS             # the tier's buffer layout (layout.PtxBuffers / SassBuffers)
@@ -187,10 +187,14 @@ class TraceSession:
         self._callback = None
         self._autotune = AutotuneWatch(options.configs)
         self._metadata: dict[tuple[int, int], dict] = {}  # compiled kernel -> its Triton compile metadata
-        # What tracing cost: CUDA events around untraced launches, by compiled kernel.
-        self._untimed: dict[int, tuple[tuple[int, int], object, int]] = {}  # correlation -> (key, start, stream)
-        self._untraced_events: dict[tuple[int, int], list] = {}
-        self._replay_events: dict[tuple[int, int], list] = {}  # key -> [event before, after each replay]
+        # What tracing cost: the correlation ids of untraced launches, by compiled kernel, whose GPU
+        # times the kernel clock gives (activity.py).
+        self._clock: activity.KernelClock | None = activity.clock()
+        self._untimed_because = ""  # why kernel times are not taken, where they are not
+        self._untraced_launches: dict[tuple[int, int], list[int]] = {}
+        # baseline=N: per compiled kernel, its traced launch replayed (correlation id, kernel name),
+        # None once the replays are timed (each kernel is replayed once).
+        self._replays: dict[tuple[int, int], tuple[int, str] | None] = {}
         self._untraced_ms: dict[tuple[int, int], list[float]] = {}
         self._replayed_ms: dict[tuple[int, int], list[float]] = {}
         self._traced_ms: dict[tuple[int, int], list[float]] = {}
@@ -206,12 +210,17 @@ class TraceSession:
         self._callback = cupti.CALLBACK(self._on_callback)
         self._handle = self._cupti.subscribe(self._callback)
         try:
+            self._clock.start()
+        except CuptiUnavailableError as error:  # the trace goes on; its cost is not measured
+            self._clock, self._untimed_because = None, str(error)
+        try:
             self._sources.install()
             self._autotune.start()
             self._cupti.enable(self._handle, cupti.LAUNCH_CBIDS, True)
         except BaseException:
             self._autotune.stop()
             self._release_cupti()
+            self._stop_clock()
             raise
 
     def stop(self) -> None:
@@ -222,8 +231,24 @@ class TraceSession:
             self._release_cupti()
         finally:
             self._autotune.stop()
-            with self._lock:
-                self._drain()
+            try:
+                with self._lock:
+                    self._drain()
+            finally:
+                self._stop_clock()
+
+    def _stop_clock(self) -> None:
+        if self._clock is not None:
+            self._clock.stop()
+            self._clock = None
+
+    def _kernel_ms(self, correlation: int) -> float | None:
+        """A finished launch's kernel time, once the clock has flushed (None: not timed)."""
+        return None if self._clock is None else self._clock.take(correlation)
+
+    def _watch(self, correlation: int) -> None:
+        if self._clock is not None:
+            self._clock.watch(correlation)
 
     def _release_cupti(self) -> None:
         try:
@@ -257,6 +282,8 @@ class TraceSession:
         return {"instrumentation": dict(self._costs), **self._autotune.meta(), "overhead": self._overhead()}
 
     def _overhead(self) -> dict:
+        if self._untimed_because:
+            return overhead.not_measured(f"kernel times unavailable ({self._untimed_because})")
         if self.options.baseline:
             return overhead.measure({k: (t, self._replayed_ms.get(k, [])) for k, t in self._traced_ms.items()},
                                     "replay", "no traced launch could be replayed")
@@ -301,7 +328,7 @@ class TraceSession:
             if limited or not wanted or (context, view.function) in self._skip:
                 # The autotuner's benchmark launches are not timed: it flushes the L2 cache between them.
                 if role is None or role.role != "benchmark":
-                    self._time_untraced((context, view.function), view.stream, data.correlationId)
+                    self._time_untraced((context, view.function), data.correlationId)
                 return
             if driver.is_capturing(view.stream):
                 self._note("graph_capture", name, f"{name}: launched during CUDA graph capture; "
@@ -327,7 +354,8 @@ class TraceSession:
             launch.keep_alive += [params, *added]
             view.params.f = kernel.handle
             view.params.kernelParams = ctypes.addressof(params)
-            launch.events.append(driver.event_record(view.stream))  # after our buffer setup: times the kernel
+            launch.correlation = data.correlationId
+            self._watch(data.correlationId)
             launch.host_seconds += time.perf_counter() - began
             self._pending.append(launch)
             self._pending_bytes += launch.nbytes
@@ -339,42 +367,37 @@ class TraceSession:
             return
         began = time.perf_counter()
         with self._lock:
-            untimed = self._untimed.pop(data.correlationId, None)
-            if untimed is not None:
-                key, start, stream = untimed
-                self._untraced_events.setdefault(key, []).append((start, driver.event_record(stream)))
-                return
             launch = self._by_correlation.pop(data.correlationId, None)
             if launch is None:
                 return
             status = ctypes.cast(data.functionReturnValue, ctypes.POINTER(ctypes.c_int)).contents.value
             if status != 0:
                 launch.failed = f"the instrumented launch returned CUDA error {status}"
-            else:
-                launch.events.append(driver.event_record(launch.stream))
-                if self.options.baseline and launch.key not in self._replay_events:
-                    self._replay(cbid, data, launch)
+            elif self.options.baseline and launch.key not in self._replays:
+                self._replay(cbid, data, launch)
             launch.keep_alive.clear()
             launch.host_seconds += time.perf_counter() - began
 
-    def _time_untraced(self, key: tuple[int, int], stream: int, correlation: int) -> None:
-        """Record a CUDA event before an untraced matching launch (the one after it comes in
-        _after_launch): its kernel time, beside the traced launches of the same kernel."""
-        if len(self._untraced_events.get(key, ())) >= MAX_TIMED_UNTRACED or driver.is_capturing(stream):
-            return
-        self._untimed[correlation] = (key, driver.event_record(stream), stream)
+    def _time_untraced(self, key: tuple[int, int], correlation: int) -> None:
+        """Keep an untraced matching launch's correlation id: its kernel time, beside the traced
+        launches of the same kernel (a launch in a graph capture has no kernel record of its own)."""
+        launches = self._untraced_launches.setdefault(key, [])
+        if len(launches) < MAX_TIMED_UNTRACED:
+            launches.append(correlation)
+            self._watch(correlation)
 
     def _replay(self, cbid: int, data: cupti.CallbackData, launch: "PendingLaunch") -> None:
         """Launch the original kernel ``baseline`` times more, untraced, with the traced
-        launch's own arguments and launch configuration, an event between each."""
+        launch's own arguments and launch configuration: the kernels of its name that run next
+        (queued right after it, on its stream)."""
         view = _launch_view(cbid, data.functionParams)
-        events = [driver.event_record(launch.stream)]
-        self._replay_events[launch.key] = events
+        self._replays[launch.key] = (launch.correlation, launch.kernel)
+        if self._clock is not None:
+            self._clock.watch_name(launch.kernel)
         self._replaying = threading.get_ident()
         try:
             for _ in range(self.options.baseline):
                 driver.relaunch(cupti.LAUNCH_CBIDS[cbid], view.params, launch.key[1])
-                events.append(driver.event_record(launch.stream))
         except driver.CudaError as error:
             self._note("internal", launch.kernel, f"{launch.kernel}: {error}; tracing cost not measured")
         finally:
@@ -460,12 +483,14 @@ class TraceSession:
         """Wait for the pending launches, copy their records back, free their buffers."""
         broken = {}
         self._learn_configs({p.key for p in self._pending})
-        timed = {key[0] for key in (*self._untraced_events, *self._replay_events)}
+        timed = {key[0] for key in (*self._untraced_launches, *self._replays)}
         for context in {p.context for p in self._pending} | timed:
             try:
                 driver.synchronize_context(context)
             except driver.CudaError as error:
                 broken[context] = str(error)
+        if self._clock is not None:
+            self._clock.flush()
         for launch in self._pending:
             try:
                 with driver.context_current(launch.context):
@@ -476,13 +501,13 @@ class TraceSession:
                         else:
                             collected = self.collect(launch)
                             collected.info["config"] = self._configs[launch.key]
-                            if "kernel_ms" in collected.info:
-                                self._traced_ms.setdefault(launch.key, []).append(collected.info["kernel_ms"])
+                            kernel_ms = self._kernel_ms(launch.correlation)
+                            if kernel_ms is not None:
+                                collected.info["kernel_ms"] = kernel_ms
+                                self._traced_ms.setdefault(launch.key, []).append(kernel_ms)
                             self._records.append(collected)
                     finally:
                         driver.free(launch.pointer)
-                        for event in launch.events:
-                            driver.event_destroy(event)
             except (driver.CudaError, records.CorruptTraceError) as error:
                 self._note("collect_failed", launch.kernel, f"{launch.kernel}: collecting its records failed ({error})")
         self._pending.clear()
@@ -490,30 +515,18 @@ class TraceSession:
         self._collect_timings(broken)
 
     def _collect_timings(self, broken: dict) -> None:
-        """Untraced launches' kernel times from their events (the GPU has passed them)."""
-        for key, pairs in self._untraced_events.items():
-            self._untraced_ms.setdefault(key, []).extend(self._elapsed(key[0], pairs, broken))
-            for event in (event for pair in pairs for event in pair):
-                driver.event_destroy(event)
-        self._untraced_events.clear()
-        for key, events in self._replay_events.items():
-            self._replayed_ms.setdefault(key, []).extend(self._elapsed(key[0], list(zip(events, events[1:])), broken))
-            for event in events:
-                driver.event_destroy(event)
-            events.clear()  # the key stays: each kernel is replayed once
-
-    @staticmethod
-    def _elapsed(context: int, pairs: list, broken: dict) -> list[float]:
-        if context in broken:
-            return []
-        times = []
-        with driver.context_current(context):
-            for start, end in pairs:
-                try:
-                    times.append(driver.event_elapsed_ms(start, end))
-                except driver.CudaError:  # an event the GPU never reached: that launch is left out
-                    continue
-        return times
+        """Untraced launches' kernel times (the GPU has passed them, the clock has their records)."""
+        for key, correlations in self._untraced_launches.items():
+            taken = [self._kernel_ms(c) for c in correlations]
+            if key[0] not in broken:
+                self._untraced_ms.setdefault(key, []).extend(ms for ms in taken if ms is not None)
+        self._untraced_launches.clear()
+        for key, replayed in self._replays.items():
+            if replayed is not None and self._clock is not None:
+                taken = self._clock.take_following(*replayed, self.options.baseline)
+                if key[0] not in broken:
+                    self._replayed_ms.setdefault(key, []).extend(taken)
+                self._replays[key] = None
 
     def _learn_configs(self, keys: set[tuple[int, int]]) -> None:
         """Each compiled kernel's configuration (one heap scan for all new ones): its
@@ -533,8 +546,6 @@ class TraceSession:
         info = dict(launch.info, missing_warps=missing, buffer_bytes=launch.nbytes,
                     trace_bytes=written * layout.RECORD_BYTES + launch.num_slots * layout.SLOT_HEADER_BYTES,
                     host_callback_us=round(launch.host_seconds * 1e6, 1))
-        if len(launch.events) == 2:
-            info["kernel_ms"] = driver.event_elapsed_ms(*launch.events)
         return records.LaunchRecords(launch.kernel, launch.grid, launch.block, launch.capacity, warps, cycles,
                                      tags, info)
 
