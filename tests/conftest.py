@@ -15,18 +15,22 @@ collect_ignore = [] if os.environ.get("TRITON_INTERPRET") == "1" else ["interpre
 
 
 def pytest_configure(config):
-    """One folder of nvdisasm runs for the whole session, made before the workers start so
-    that they all inherit its name (support/nvdisasm.py)."""
+    """One folder of nvdisasm runs and one package cache root (GWATCH_CACHE_DIR: cubins, decoded
+    kernels) for the whole session, made before the workers start so that they all inherit their
+    names (support/nvdisasm.py); nothing is written to the user's own cache."""
     from support import nvdisasm
     if not hasattr(config, "workerinput"):
         config.nvdisasm_folder = tempfile.mkdtemp(prefix="gwatch-test-nvdisasm-")
         os.environ[nvdisasm.FOLDER] = config.nvdisasm_folder
+        config.cache_folder = tempfile.mkdtemp(prefix="gwatch-test-cache-")
+        os.environ["GWATCH_CACHE_DIR"] = config.cache_folder
     nvdisasm.keep_library_runs()
 
 
 def pytest_unconfigure(config):
-    if hasattr(config, "nvdisasm_folder"):
-        shutil.rmtree(config.nvdisasm_folder, ignore_errors=True)
+    for folder in ("nvdisasm_folder", "cache_folder"):
+        if hasattr(config, folder):
+            shutil.rmtree(getattr(config, folder), ignore_errors=True)
 
 
 def _gpu_available() -> bool:

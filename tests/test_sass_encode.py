@@ -6,10 +6,14 @@ instance of a form in nvdisasm's listing is parsed from its text, encoded by gwa
 128 bits compared with ptxas's (the control field taken from ptxas's own word).
 The same holds for every probe-form instance in the corpus kernels' cubins.
 nvdisasm side: instructions ptxas did not happen to write (every register R0..R254 and RZ, every
-predicate and its negation, every store width; random operands under hypothesis) are encoded
-and disassembled in one call; each must print as the text it was built from.
+predicate and its negation, every store width, every probe form with every register it may
+take, under scheduling controls of every field; random operands under hypothesis) are encoded
+and disassembled in one call; each must print as the text it was built from, and that text must
+be the listing the encoder gives with its words (Words.text, what rewrite.py's proof reads of an
+inserted instruction in place of decoding it). ptxas's own instances carry the same listing.
 GPU side: ptxas's kernel with instructions swapped in place for our encodings of variants must
 compute what the swapped text says."""
+import dataclasses
 import os
 import re
 import subprocess
@@ -21,7 +25,7 @@ from hypothesis import strategies as st
 
 from gwatch_nb import ptx, toolchain
 from gwatch_nb.sass import encode as E
-from gwatch_nb.sass.control import Control
+from gwatch_nb.sass.control import NO_BARRIER, Control
 from support import nvdisasm
 
 NVDISASM = toolchain.nvdisasm(90)
@@ -267,6 +271,8 @@ def test_encoders_reproduce_ptxas_bits(ptxas_instructions):
         predicates |= set(re.findall(r"!?P[0-6]", text))
         if (words.low, words.high) != (low, high):
             mismatches.append(f"{text}: ptxas {low:#018x} {high:#018x}, ours {words.low:#018x} {words.high:#018x}")
+        elif words.text is not None and words.text != text:
+            mismatches.append(f"{text}: our listing {words.text!r}")
     assert not mismatches, "\n".join(mismatches[:20])
     short = {form: len(matched.get(form, [])) for form, least in REQUIRED_FORMS.items()
              if len(matched.get(form, [])) < least}
@@ -403,15 +409,89 @@ def _round_trip_cases():
         if i % 2 == 0 and i < 62:
             add(E.uldc(E.UReg(i), 8 * i, wide=True), f"ULDC.64 {E.UReg(i)}, c[0x0][{8 * i:#x}]")
         add(E.nop(guard=g), "NOP", g)
+    cases += _probe_form_cases()
     return cases
+
+
+def _probe_form_cases():
+    """The forms probes.py inserts, each with every register its operands may take (they are
+    chosen from what the kernel leaves free) and every guard a kernel's EXIT may have."""
+    cases = []
+
+    def add(words, text, guard=None):
+        cases.append((words, _guard_text(guard) + text))
+    for i in range(256):
+        rd, ra, rb, rc, g = _r(i), _r(i + 7), _r(i + 101), _r(i + 200), GUARDS[i % len(GUARDS)]
+        add(E.imad(rd, ra, rb, rc), f"IMAD{'.MOV' if E.RZ in (ra, rb) else ''}.U32 {rd}, {ra}, {rb}, {rc}")
+        add(E.iadd3(rd, ra, rb, carry_out=E.Pred(i % 7)), f"IADD3 {rd}, P{i % 7}, {ra}, {rb}, RZ")
+        add(E.iadd3_x(rd, ra, E.RZ, E.RZ, E.Pred(i % 7)), f"IADD3.X {rd}, {ra}, RZ, RZ, P{i % 7}, !PT")
+        add(E.shf(rd, E.RZ, 5, ra, right=True, kind="U32", high=True), f"SHF.R.U32.HI {rd}, RZ, 0x5, {ra}")
+        add(E.r2ur(E.UReg(i % 64), rd), f"R2UR {E.UReg(i % 64)}, {rd}")
+        add(E.mov(rd, E.UReg(63 - i % 64)), f"MOV {rd}, {E.UReg(63 - i % 64)}")
+        add(E.ldc(rd, 4 * (i * 37 % 0x2000)), f"LDC {rd}, {_constant(0, 4 * (i * 37 % 0x2000))}")
+        add(E.s2r(rd, ("SR_TID.X", "SR_CTAID.X", "SR_CTAID.Y", "SR_CTAID.Z", "SR_VIRTUALSMID")[i % 5], guard=g),
+            f"S2R {rd}, {('SR_TID.X', 'SR_CTAID.X', 'SR_CTAID.Y', 'SR_CTAID.Z', 'SR_VIRTUALSMID')[i % 5]}", g)
+        add(E.stg_uniform(E.UReg(2 * (i % 31)), rd, offset=4 * (i - 128), eviction="EF", guard=g),
+            f"STG.E.EF [RZ.U32+UR{2 * (i % 31)}{_address_offset(4 * (i - 128))}], {rd}", g)
+    for i in range(128):
+        pair, g = E.Reg(2 * i if i < 127 else 255), GUARDS[i % len(GUARDS)]
+        a, b, c = _r(i + 3), _r(i + 90), E.Reg(2 * ((i + 40) % 127))
+        add(E.imad(pair, a, b, c, wide=True), f"IMAD.WIDE.U32 {pair}, {a}, {b}, {c}")
+        add(E.ldc(pair, 8 * (i * 29 % 0x1000), wide=True), f"LDC.64 {pair}, {_constant(0, 8 * (i * 29 % 0x1000))}")
+        add(E.stg_uniform(E.UReg(2 * (i % 31)), pair, offset=8 * (i - 64), width=64, eviction="EF", guard=g),
+            f"STG.E.EF.64 [RZ.U32+UR{2 * (i % 31)}{_address_offset(8 * (i - 64))}], {pair}", g)
+        add(E.cs2r(pair, "SR_GLOBALTIMERLO", guard=g), f"CS2R {pair}, SR_GLOBALTIMERLO", g)
+    for i in range(64):
+        quad, g = E.Reg(4 * i if i < 63 else 255), GUARDS[i % len(GUARDS)]
+        add(E.stg_uniform(E.UReg(2 * (i % 31)), quad, offset=16 * (i - 32), width=128, eviction="EF", guard=g),
+            f"STG.E.EF.128 [RZ.U32+UR{2 * (i % 31)}{_address_offset(16 * (i - 32))}], {quad}", g)
+        add(E.uisetp(E.UPred(i % 7), "GT", E.UReg(i), -i * 0x10, unsigned=False),
+            f"UISETP.GT.AND UP{i % 7}, UPT, {E.UReg(i)}, {_signed_immediate(-i * 0x10 & 0xFFFFFFFF)}, UPT")
+        add(E.uiadd3(E.UReg(i), E.UReg(i), -i * 0x40, guard=UNIFORM_GUARDS[i % len(UNIFORM_GUARDS)]),
+            f"UIADD3 {E.UReg(i)}, {E.UReg(i)}, {_signed_immediate(-i * 0x40 & 0xFFFFFFFF)}, URZ",
+            UNIFORM_GUARDS[i % len(UNIFORM_GUARDS)])
+        add(E.s2ur(E.UReg(i), "SR_CLOCKLO"), f"S2UR {E.UReg(i)}, SR_CLOCKLO")
+    return cases
+
+
+def _address_offset(offset: int) -> str:
+    """A store's byte offset as nvdisasm prints it after its base ("+-0x10" below it)."""
+    return f"+{offset:#x}" if offset else ""
+
+
+# Scheduling controls over every scoreboard and wait mask and the stalls ptxas gives what runs
+# (1-11; nvdisasm refuses some opcodes a longer stall with yield), operand reuse aside (an
+# encoder gives no listing under reuse flags): an inserted instruction's control leaves its text alone.
+CONTROLS = [Control(stall=1 + k % 11, yield_=k % 2 == 1, write_barrier=k % 8, read_barrier=(k * 3) % 8,
+                    wait_mask=(k * 11) % 64) for k in range(64)]
+
+
+STORE_OPCODE = 0x986  # bits 0-11 of STG
+
+
+def _control_for(words: E.Words, n: int) -> Control:
+    """The n-th of CONTROLS, less the write scoreboard where the instruction is a store (it
+    writes no register: nvdisasm refuses one)."""
+    control = CONTROLS[n % len(CONTROLS)]
+    return dataclasses.replace(control, write_barrier=NO_BARRIER) if words.low & 0xFFF == STORE_OPCODE else control
 
 
 def test_round_trip_through_nvdisasm():
     cases = _round_trip_cases()
-    texts = _disassemble([words for words, _ in cases])
-    assert len(texts) == len(cases)
-    wrong = [f"expected {want!r}, nvdisasm read {got!r}" for (_, want), got in zip(cases, texts) if want != got]
+    # Each case once under its encoder's own control and once under another: the listing holds for both.
+    scheduled = [E.Words(words.low, _control_for(words, n).on_high(words.high), words.text)
+                 for n, (words, _) in enumerate(cases)]
+    texts = _disassemble([words for words, _ in cases] + scheduled)
+    assert len(texts) == 2 * len(cases)
+    wrong = [f"expected {want!r}, nvdisasm read {got!r} and {again!r}, the encoder's listing is {words.text!r}"
+             for (words, want), got, again in zip(cases, texts, texts[len(cases):])
+             if not want == got == again == words.text]
     assert not wrong, f"{len(wrong)} of {len(cases)}:\n" + "\n".join(wrong[:30])
+
+
+def test_no_listing_is_given_under_operand_reuse_flags():
+    words = E.iadd3(E.Reg(1), E.Reg(2), E.Reg(3), control=Control(stall=4, reuse=0b0001))
+    assert words.text is None and E.iadd3(E.Reg(1), E.Reg(2), E.Reg(3)).text == "IADD3 R1, R2, R3, RZ"
 
 
 def test_control_fields_land_in_the_top_23_bits_only():
@@ -486,6 +566,8 @@ def test_encoders_reproduce_the_probe_forms_in_real_triton_kernels():
             if (words.low, words.high) != (low, high):
                 mismatches.append(f"{case.name}: {text}: ptxas {low:#018x} {high:#018x}, "
                                   f"ours {words.low:#018x} {words.high:#018x}")
+            elif words.text is not None and words.text != text:
+                mismatches.append(f"{case.name}: {text}: our listing {words.text!r}")
     assert not mismatches, f"{len(mismatches)} of {seen}:\n" + "\n".join(mismatches[:20])
     assert seen > 3000
     # the forms the synthetic PTX does not make ptxas write, and the signed ones
@@ -636,4 +718,4 @@ def _random_instructions(draw):
 @given(_random_instructions())
 def test_random_operands_read_back_through_nvdisasm(cases):
     texts = _disassemble([words for words, _ in cases])
-    assert texts == [want for _, want in cases]
+    assert texts == [want for _, want in cases] == [words.text for words, _ in cases]

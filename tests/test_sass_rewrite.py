@@ -2,7 +2,10 @@
 every 7th instruction, every block start, before every branch and inside every loop, and
 clock readings into free registers, proven
 by rewrite's own checks and then by nvdisasm and cuobjdump here; no insertion gives the cubin
-back byte for byte; bad requests and a broken insertion are refused; the time it takes."""
+back byte for byte; bad requests and a broken insertion are refused, as are a branch re-aimed in
+the written words, a branch whose target field nvdisasm reads otherwise than branches.py, and
+an insertion the register check cannot read; the time it takes."""
+import dataclasses
 import subprocess
 import tempfile
 
@@ -14,6 +17,7 @@ import sass_plans
 import sass_ptx_kernels
 from gwatch_nb import ptx
 from gwatch_nb.errors import SassRewriteError
+from gwatch_nb.sass import branches as branches_module
 from gwatch_nb.sass import calls
 from gwatch_nb.sass import encode as E
 from gwatch_nb.sass import insert as insert_module
@@ -210,3 +214,57 @@ def test_an_exit_epilogue_leaves_the_sources_of_stores_with_no_scoreboard_alone(
         written |= register_use(i, "late_stores").writes
     assert not written & stored, (f"the epilogue writes {regs.register_names(written & stored)}, which a store "
                                   "may still read")
+
+
+def _rewritten_with_branch(name: str = "nested_loops"):
+    """A cubin rewritten with NOPs at every 7th instruction, what _verify takes of it, and its
+    first BRA whose target has a NOP inserted before it."""
+    data = sass_cubins.cubins()[name]
+    original = rewrite.decoded(data)[name]
+    plan = sass_plans.every_seventh(sass_plans.kernel(data, name))
+    words = {index: list(items) for index, items in plan.items()}
+    _, new_offset = insert_module.insert(original, words, name)
+    out = rewrite.rewrite(data, name, plan)
+    branch = next(i for i in original if i.base == "BRA" and i.target is not None and i.target in plan)
+    return data, out, original, words, new_offset, branch
+
+
+def _with_word(cubin: bytes, kernel: str, index: int, low: int, high: int) -> bytes:
+    view = Cubin.parse(cubin)
+    text = bytearray(view.text(kernel))
+    text[16 * index:16 * index + 16] = low.to_bytes(8, "little") + high.to_bytes(8, "little")
+    return view.with_text(kernel, bytes(text), lambda offset: offset)
+
+
+def test_the_proof_reads_each_branch_target_from_the_rewritten_words():
+    """A branch of the written cubin re-aimed past the NOP inserted before its target (at the
+    original instruction itself, an easy slip) is refused: its target is read from its own word."""
+    data, out, original, words, new_offset, branch = _rewritten_with_branch()
+    rewrite._verify(Cubin.parse(data), out, "nested_loops", original, words, new_offset, None, None)  # as written
+    at = new_offset[branch.index] // 16
+    word = Cubin.parse(out).text("nested_loops")[16 * at:16 * at + 16]
+    low, high = int.from_bytes(word[:8], "little"), int.from_bytes(word[8:], "little")
+    landing = new_offset[branch.target] // 16  # the original instruction, past its NOP
+    low, high = branches_module.with_target(low, high, (landing - at - 1) * 16)
+    bent = _with_word(out, "nested_loops", at, low, high)
+    with pytest.raises(SassRewriteError, match=f"the BRA at instruction {branch.index} no longer reaches "
+                                               f"instruction {branch.target}") as caught:
+        rewrite._verify(Cubin.parse(data), bent, "nested_loops", original, words, new_offset, None, None)
+    assert "\n" not in str(caught.value)
+
+
+def test_the_proof_refuses_a_branch_whose_field_reader_disagrees_with_nvdisasm():
+    """Where the target branches.py reads in an original branch is not the one nvdisasm printed,
+    the field reader is not proven for that form, and nothing read with it is trusted."""
+    data, out, original, words, new_offset, branch = _rewritten_with_branch()
+    misread = list(original)
+    misread[branch.index] = dataclasses.replace(branch, target=branch.target + 1)
+    with pytest.raises(SassRewriteError, match="the field reader is not proven for that form"):
+        rewrite._verify(Cubin.parse(data), out, "nested_loops", misread, words, new_offset, None, None)
+
+
+def test_with_the_scoreboard_analysis_each_insertion_must_come_with_its_listing():
+    data, plain, board, exit_index, _ = _late_stores()
+    with pytest.raises(SassRewriteError, match="inserted instruction 0 before .* comes without its listing"):
+        rewrite.rewrite(data, "late_stores", {exit_index: [E.nop().raw]}, transfers=board)
+    rewrite.rewrite(data, "late_stores", {exit_index: [E.nop(control=Control(stall=1))]}, transfers=board)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from .. import ptx as ptx_rewrite
 from .. import triton_compat
+from ..cache import cache_dir
 from ..records import SiteTable
 from ..errors import TraceFailedError
 from ..sources import KernelSource
@@ -37,11 +38,6 @@ class InstrumentedKernel:
         from .. import layout
         self.buffer = self.buffer or layout.PTX_BUFFERS
         self.extra = self.extra or {}
-
-
-def cache_dir() -> str:
-    root = os.environ.get("GWATCH_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "gwatch_nb")
-    return root
 
 
 def _cached_cubin(text: str, metadata: dict) -> bytes:

@@ -31,9 +31,14 @@ def _block_boundaries(instructions) -> set[int]:
 
 def return_address(instruction) -> int | None:
     """The immediate a `MOV Rd, imm32` loads; None for any other instruction."""
-    if instruction.low & branches.OPCODE_MASK != MOV_IMMEDIATE:
+    return loaded_address(instruction.low)
+
+
+def loaded_address(low: int) -> int | None:
+    """return_address of the instruction whose low word is `low`."""
+    if low & branches.OPCODE_MASK != MOV_IMMEDIATE:
         return None
-    return instruction.low >> _IMMEDIATE_SHIFT
+    return low >> _IMMEDIATE_SHIFT
 
 
 def with_return_address(low: int, high: int, offset: int) -> tuple[int, int]:

@@ -50,6 +50,14 @@ def disassemble(cubin: bytes) -> dict[str, list[Instruction]]:
     return {kernel: _instructions(kernel, sections[kernel], *printed[kernel]) for kernel in sections}
 
 
+def from_listing(kernel: str, index: int, low: int, high: int, text: str) -> Instruction:
+    """Instruction `index` of `kernel` from its words and a listing line known without running
+    nvdisasm (an inserted instruction's, encode.py's), read as nvdisasm's own lines are; it has
+    no code target (inserted code may not branch)."""
+    predicate, opcode, operands = _split_body(kernel, SIZE * index, text)
+    return Instruction(index, low, high, predicate, opcode, operands, None)
+
+
 def _run_nvdisasm(cubin: bytes, kernels: list[str]) -> str:
     with tempfile.TemporaryDirectory(prefix="gwatch-sass-") as folder:
         path = os.path.join(folder, "kernel.cubin")

@@ -1,6 +1,8 @@
 """The sm_90a encodings of the instructions the SASS tier's probes insert: clock and special
 register reads, pointer arithmetic and shifts, a bound compare, guarded global stores, moves,
-constant loads and NOP. Each function returns the instruction's two 64-bit words.
+constant loads and NOP. Each function returns the instruction's two 64-bit words and the
+text nvdisasm prints for them (tests/test_sass_encode.py holds the two to nvdisasm), which is
+how rewrite.py reads what an inserted instruction does without running nvdisasm again.
 
 Bit n below is bit n of the 128-bit instruction (low word = bits 0-63, high word = 64-127),
 learnt from ptxas's output (Triton's ptxas, -arch=sm_90a) and by flipping bits under
@@ -97,6 +99,9 @@ Source = Union[Reg, UReg, int]
 class Words(NamedTuple):
     low: int
     high: int
+    # nvdisasm's listing of the instruction ("@!P0 STG.E.EF.64 [RZ.U32+UR4+0x10], R6"); None
+    # under operand reuse flags, which it would print as ".reuse" suffixes this text leaves out.
+    text: str | None = None
 
     @property
     def raw(self) -> bytes:
@@ -137,9 +142,10 @@ def _field(value: int, lo: int, width: int) -> int:
     return value << lo
 
 
-def _words(bits: int, guard: Pred | UPred | None, control: Control, uniform: bool = False) -> Words:
+def _words(bits: int, guard: Pred | UPred | None, control: Control, text: str, uniform: bool = False) -> Words:
     """The two words of ``bits`` under ``guard`` (a uniform predicate for uniform-datapath
-    instructions) with the control field ``control``."""
+    instructions) with the control field ``control``; ``text`` is the listing of the unguarded
+    instruction."""
     kind = UPred if uniform else Pred
     guard = kind(7) if guard is None else guard
     if not isinstance(guard, kind):
@@ -148,7 +154,26 @@ def _words(bits: int, guard: Pred | UPred | None, control: Control, uniform: boo
     if not isinstance(control, Control):
         raise EncodingError(f"control must be a Control, not {control!r}")
     bits |= _field(guard.index, 12, 3) | _field(int(guard.negated), 15, 1)
-    return Words(bits & WORD, control.on_high(bits >> 64))
+    shown = "" if guard.index == 7 and not guard.negated else f"@{guard} "  # nvdisasm omits an always-true guard
+    return Words(bits & WORD, control.on_high(bits >> 64), None if control.reuse else shown + text)
+
+
+def _signed_text(value: int) -> str:
+    """A 32-bit immediate as IADD3, IMAD, ISETP and their uniform forms print it: signed."""
+    value &= 0xFFFFFFFF
+    return f"{value - (1 << 32):#x}" if value >> 31 else f"{value:#x}"
+
+
+def _source_text(source: Source, signed: bool = True) -> str:
+    """A register or a 32-bit immediate operand as printed (MOV, UMOV and VIADD print theirs unsigned)."""
+    if isinstance(source, (Reg, UReg)):
+        return str(source)
+    return _signed_text(source) if signed else f"{source & 0xFFFFFFFF:#x}"
+
+
+def _offset_text(offset: int) -> str:
+    """The byte offset after a base in an address: nothing for 0, "+-0x8" below it."""
+    return f"+{offset:#x}" if offset else ""
 
 
 def _reg(what: str, reg: Reg, count: int = 1) -> int:
@@ -226,21 +251,22 @@ def cs2r(rd: Reg, sr: str = "SR_CLOCKLO", *, wide: bool = True, guard: Pred | No
     """``CS2R Rd, SR`` (64 bits into Rd, Rd+1; Rd even) or ``CS2R.32 Rd, SR`` of a clock."""
     rd_index = _reg("CS2R destination", rd, 2 if wide else 1)
     return _words(0x805 | _field(rd_index, 16, 8) | _field(_special(sr, CLOCK_REGISTERS), 72, 8)
-                  | _field(int(wide), 80, 1), guard, control)
+                  | _field(int(wide), 80, 1), guard, control, f"CS2R{'' if wide else '.32'} {rd}, {sr}")
 
 
 # S2R: 0x919; Rd 16-23; special register 72-79.
 def s2r(rd: Reg, sr: str, *, guard: Pred | None = None, control: Control = Control()) -> Words:
     """``S2R Rd, SR``: a special register (SM id, thread, lane, CTA, warp) into a register;
     its result is ready only when its write scoreboard is released."""
-    return _words(0x919 | _field(_reg("S2R destination", rd), 16, 8) | _field(_special(sr), 72, 8), guard, control)
+    return _words(0x919 | _field(_reg("S2R destination", rd), 16, 8) | _field(_special(sr), 72, 8), guard, control,
+                  f"S2R {rd}, {sr}")
 
 
 # S2UR: 0x9c3; URd 16-21; special register 72-79.
 def s2ur(urd: UReg, sr: str, *, guard: UPred | None = None, control: Control = Control()) -> Words:
     """``S2UR URd, SR``: a warp-uniform special register into a uniform register."""
     return _words(0x9C3 | _field(_ureg("S2UR destination", urd), 16, 6) | _field(_special(sr), 72, 8),
-                  guard, control, uniform=True)
+                  guard, control, f"S2UR {urd}, {sr}", uniform=True)
 
 
 # IADD3 (0x010 | form << 9): Rd 16-23, Ra 24-31, b (register/immediate/uniform) 32+, Rc 64-71;
@@ -270,9 +296,12 @@ def _iadd3(rd, ra, b, rc, carry_outs, carry_in, guard, control, second_carry_in=
             | _pred_bits(second_carry_in, 77, 80))
     if carry_in is None:
         bits |= _pred_bits(NOT_PT, 87, 90)
+        carries = [str(p) for p in (first, second) if p != PT]  # only the carry-outs in use are printed
+        text = f"IADD3 {', '.join([str(rd), *carries, str(ra), _source_text(b), str(rc)])}"
     else:
         bits |= _field(1, 74, 1) | _pred_bits(carry_in, 87, 90)
-    return _words(bits, guard, control)
+        text = f"IADD3.X {rd}, {ra}, {_source_text(b)}, {rc}, {carry_in}, {second_carry_in}"
+    return _words(bits, guard, control, text)
 
 
 # VIADD (0x036 | form << 9): Rd 16-23, Ra 24-31, b at 32+ (what ptxas emits for add.u32 of a
@@ -281,7 +310,7 @@ def viadd(rd: Reg, ra: Reg, b: Source, *, guard: Pred | None = None, control: Co
     """``VIADD Rd, Ra, b``: Rd = Ra + b."""
     form, b_bits = _b_operand("VIADD immediate", b)
     return _words(0x036 | form << 9 | _field(_reg("VIADD destination", rd), 16, 8) | _field(_reg("VIADD a", ra), 24, 8)
-                  | b_bits, guard, control)
+                  | b_bits, guard, control, f"VIADD {rd}, {ra}, {_source_text(b, signed=False)}")
 
 
 # IMAD (0x024 | form << 9), IMAD.WIDE (0x025 | form << 9): Rd 16-23, Ra 24-31; b and c by form:
@@ -314,7 +343,20 @@ def imad(rd: Reg, ra: Reg, b: Source, c: Source, *, wide: bool = False, signed: 
         bits |= _pred_bits(NOT_PT, 87, 90)
     else:
         bits |= _field(1, 74, 1) | _pred_bits(_pred("IMAD carry-in", carry_in, PT), 87, 90)
-    return _words(bits, guard, control)
+    return _words(bits, guard, control, _imad_text(rd, ra, b, c, wide, signed, carry_in, carry_out))
+
+
+def _imad_text(rd, ra, b, c, wide, signed, carry_in, carry_out) -> str:
+    """nvdisasm names a product with a zero factor, no carry-in and no uniform addend a move
+    (IMAD.MOV), and prints a carry-out only on the wide form."""
+    move = not wide and carry_in is None and RZ in (ra, b) and not isinstance(c, UReg)
+    name = "IMAD" + (".WIDE" if wide else "") + (".MOV" if move else "") + ("" if signed else ".U32") \
+        + (".X" if carry_in is not None else "")
+    carries = [str(carry_out)] if wide and carry_out not in (None, PT) else []
+    operands = [str(rd), *carries, str(ra), _source_text(b), _source_text(c)]
+    if carry_in is not None:
+        operands.append(str(carry_in))
+    return f"{name} {', '.join(operands)}"
 
 
 def imad_wide_u32(rd: Reg, ra: Reg, b: Source, rc: Reg, *, carry_out: Pred | None = None,
@@ -363,9 +405,12 @@ def _lea(rd, ra, b, rc, shift, high, carry_out, carry_in, guard, control) -> Wor
             | _pred_bits(carry_out, 81))
     if carry_in is None:
         bits |= _pred_bits(NOT_PT, 87, 90)
+        carries = [str(carry_out)] if carry_out != PT else []
+        text = f"LEA {', '.join([str(rd), *carries, str(ra), str(b), f'{shift:#x}'])}"
     else:
         bits |= _field(1, 74, 1) | _pred_bits(carry_in, 87, 90)
-    return _words(bits, guard, control)
+        text = f"LEA.HI.X {rd}, {ra}, {b}, {rc}, {shift:#x}, {carry_in}"
+    return _words(bits, guard, control, text)
 
 
 # SHF (0x019 | form << 9): Rd 16-23, low source Ra 24-31, shift b at 32+ (register or immediate),
@@ -384,7 +429,9 @@ def shf(rd: Reg, ra: Reg, shift: Union[Reg, int], rc: Reg, *, right: bool = True
     form, shift_bits = _b_operand("SHF shift", shift)
     return _words(0x019 | form << 9 | _field(_reg("SHF destination", rd), 16, 8) | _field(_reg("SHF a", ra), 24, 8)
                   | shift_bits | _field(_reg("SHF c", rc), 64, 8) | _field(SHIFT_TYPES[kind], 73, 2)
-                  | _field(int(wrap), 75, 1) | _field(int(right), 76, 1) | _field(int(high), 80, 1), guard, control)
+                  | _field(int(wrap), 75, 1) | _field(int(right), 76, 1) | _field(int(high), 80, 1), guard, control,
+                  f"SHF.{'R' if right else 'L'}{'.W' if wrap else ''}.{kind}{'.HI' if high else ''} "
+                  f"{rd}, {ra}, {shift if isinstance(shift, Reg) else f'{shift:#x}'}, {rc}")
 
 
 # ISETP (0x00c | form << 9): Ra 24-31, b 32+; bit 72 .EX, 73 signed (clear = .U32), boolean op
@@ -405,7 +452,8 @@ def isetp(pd: Pred, cmp: str, ra: Reg, b: Source, *, unsigned: bool = True, op: 
     bits = (0x00C | form << 9 | _field(_reg("ISETP a", ra), 24, 8) | b_bits | _pred_bits(PT, 68)
             | _field(int(not unsigned), 73, 1) | _field(BOOLEAN_OPS[op], 74, 2) | _field(COMPARISONS[cmp], 76, 3)
             | _pred_bits(pd, 81) | _pred_bits(PT, 84) | _pred_bits(_pred("ISETP source", combine, PT), 87, 90))
-    return _words(bits, guard, control)
+    return _words(bits, guard, control, f"ISETP.{cmp}{'.U32' if unsigned else ''}.{op} {pd}, PT, {ra}, "
+                                        f"{_source_text(b)}, {_pred('ISETP source', combine, PT)}")
 
 
 def uisetp(upd: UPred, cmp: str, ura: UReg, b: Union[UReg, int], *, unsigned: bool = True, op: str = "AND",
@@ -429,7 +477,8 @@ def uisetp(upd: UPred, cmp: str, ura: UReg, b: Union[UReg, int], *, unsigned: bo
             | _field(int(not unsigned), 73, 1) | _field(BOOLEAN_OPS[op], 74, 2) | _field(COMPARISONS[cmp], 76, 3)
             | _field(upd.index, 81, 3) | _field(7, 84, 3) | _field(combine.index, 87, 3)
             | _field(int(combine.negated), 90, 1) | _field(1, 91, 1))
-    return _words(bits, guard, control, uniform=True)
+    return _words(bits, guard, control, f"UISETP.{cmp}{'.U32' if unsigned else ''}.{op} {upd}, UPT, {ura}, "
+                                        f"{_source_text(b)}, {combine}", uniform=True)
 
 
 # STG: 0x986; address register Ra 24-31 (a 64-bit pair), data Rb 32-39, signed 24-bit byte offset
@@ -441,7 +490,8 @@ def stg(address: Reg, data: Reg, *, desc: UReg, offset: int = 0, width: int = 32
     bits from Rb (Rb, Rb+1 / Rb..Rb+3) through the memory descriptor pair URx (the kernel loads
     it with ``ULDC.64 URx, c[0x0][0x208]``)."""
     return _stg(_field(_reg("STG address", address, 2), 24, 8) | _field(_ureg("STG descriptor", desc, 2), 64, 6)
-                | _field(1, 76, 1) | _field(3, 90, 2), data, offset, width, eviction, guard, control)
+                | _field(1, 76, 1) | _field(3, 90, 2), data, offset, width, eviction, guard, control,
+                f"desc[{desc}][{address}.64{_offset_text(offset)}]")
 
 
 def stg_uniform(base: UReg, data: Reg, *, offset: int = 0, width: int = 32, eviction: str = "",
@@ -451,10 +501,11 @@ def stg_uniform(base: UReg, data: Reg, *, offset: int = 0, width: int = 32, evic
     with bit 76 clear has no descriptor, and bits 90-91 = 2 read the address register as a
     32-bit offset, RZ."""
     return _stg(_field(RZ.index, 24, 8) | _field(_ureg("STG base", base, 2), 64, 6) | _field(2, 90, 2),
-                data, offset, width, eviction, guard, control)
+                data, offset, width, eviction, guard, control, f"[RZ.U32+{base}{_offset_text(offset)}]")
 
 
-def _stg(address_bits: int, data: Reg, offset: int, width: int, eviction: str, guard, control) -> Words:
+def _stg(address_bits: int, data: Reg, offset: int, width: int, eviction: str, guard, control,
+         address_text: str) -> Words:
     if width not in ACCESS_SIZES:
         raise EncodingError(f"STG width {width!r} must be 32, 64 or 128 bits")
     if eviction not in EVICTIONS:
@@ -462,7 +513,8 @@ def _stg(address_bits: int, data: Reg, offset: int, width: int, eviction: str, g
     bits = (0x986 | address_bits | _field(_reg("STG data", data, width // 32), 32, 8)
             | _field(_signed("STG offset", offset, 24, width // 8), 40, 24)
             | _field(1, 72, 1) | _field(ACCESS_SIZES[width], 73, 3) | _field(EVICTIONS[eviction], 84, 3))
-    return _words(bits, guard, control)
+    name = "STG.E" + (f".{eviction}" if eviction else "") + ("" if width == 32 else f".{width}")
+    return _words(bits, guard, control, f"{name} {address_text}, {data}")
 
 
 # UIADD3 (0x090 | form << 9): URd 16-21, URa 24-29, b (immediate 32-63, uniform register 32-37),
@@ -479,7 +531,7 @@ def uiadd3(urd: UReg, ura: UReg, b: Union[UReg, int], urc: UReg = URZ, *, guard:
     bits = (0x090 | form << 9 | _field(_ureg("UIADD3 destination", urd), 16, 6) | _field(_ureg("UIADD3 a", ura), 24, 6)
             | b_bits | _field(_ureg("UIADD3 c", urc), 64, 6) | _field(0xF, 77, 4) | _field(7, 81, 3)
             | _field(7, 84, 3) | _field(0xF, 87, 4) | _field(1, 91, 1))
-    return _words(bits, guard, control, uniform=True)
+    return _words(bits, guard, control, f"UIADD3 {urd}, {ura}, {_source_text(b)}, {urc}", uniform=True)
 
 
 # R2UR: 0x2ca; URd 16-21, Ra 24-31; bits 81-83 = 7.
@@ -487,7 +539,7 @@ def r2ur(urd: UReg, ra: Reg, *, guard: Pred | None = None, control: Control = Co
     """``R2UR URd, Ra``: a warp-uniform general register into a uniform register (ptxas follows
     it by at least 13 cycles before a reader)."""
     return _words(0x2CA | 1 << 9 | _field(_ureg("R2UR destination", urd), 16, 6) | _field(_reg("R2UR source", ra), 24, 8)
-                  | _field(7, 81, 3), guard, control)
+                  | _field(7, 81, 3), guard, control, f"R2UR {urd}, {ra}")
 
 
 # MOV (0x002 | form << 9): Rd 16-23, source at 32+ (register, immediate or uniform); lane mask 72-75 (0xf: all).
@@ -495,7 +547,7 @@ def mov(rd: Reg, src: Source, *, guard: Pred | None = None, control: Control = C
     """``MOV Rd, src`` of a register, a 32-bit immediate or a uniform register."""
     form, src_bits = _b_operand("MOV immediate", src)
     return _words(0x002 | form << 9 | _field(_reg("MOV destination", rd), 16, 8) | src_bits | _field(0xF, 72, 4),
-                  guard, control)
+                  guard, control, f"MOV {rd}, {_source_text(src, signed=False)}")
 
 
 # UMOV (0x082 | form << 9): URd 16-21, source at 32+ (immediate or uniform register).
@@ -505,7 +557,7 @@ def umov(urd: UReg, src: Union[UReg, int], *, guard: UPred | None = None, contro
         raise EncodingError(f"UMOV source must be a uniform register or an immediate, not {src}")
     form, src_bits = _b_operand("UMOV immediate", src)
     return _words(0x082 | form << 9 | _field(_ureg("UMOV destination", urd), 16, 6) | src_bits, guard, control,
-                  uniform=True)
+                  f"UMOV {urd}, {_source_text(src, signed=False)}", uniform=True)
 
 
 # LDC: 0xb82; Rd 16-23, index register 24-31 (RZ: none), signed 16-bit byte offset 38-53, bank 54-58,
@@ -514,9 +566,12 @@ def ldc(rd: Reg, offset: int, *, bank: int = 0, wide: bool = False, index: Reg =
         guard: Pred | None = None, control: Control = Control()) -> Words:
     """``LDC[.64] Rd, c[bank][index+offset]``: a kernel parameter (bank 0) into Rd (and Rd+1)."""
     width = 64 if wide else 32
+    # nvdisasm prints the index register only where it is not RZ, the offset only where it is not 0
+    where = f"{offset:#x}" if index == RZ and offset else "RZ" if index == RZ else f"{index}{_offset_text(offset)}"
     return _words(0xB82 | _field(_reg("LDC destination", rd, width // 32), 16, 8)
                   | _field(_reg("LDC index", index), 24, 8)
-                  | _constant_address(offset, bank, width) | _field(ACCESS_SIZES[width], 73, 3), guard, control)
+                  | _constant_address(offset, bank, width) | _field(ACCESS_SIZES[width], 73, 3), guard, control,
+                  f"LDC{'.64' if wide else ''} {rd}, c[{bank:#x}][{where}]")
 
 
 def uldc(urd: UReg, offset: int, *, bank: int = 0, wide: bool = False, guard: UPred | None = None,
@@ -525,7 +580,7 @@ def uldc(urd: UReg, offset: int, *, bank: int = 0, wide: bool = False, guard: UP
     width = 64 if wide else 32
     return _words(0xAB9 | _field(_ureg("ULDC destination", urd, width // 32), 16, 6)
                   | _constant_address(offset, bank, width) | _field(ACCESS_SIZES[width], 73, 3), guard, control,
-                  uniform=True)
+                  f"ULDC{'.64' if wide else ''} {urd}, c[{bank:#x}][{offset:#x}]", uniform=True)
 
 
 def _constant_address(offset: int, bank: int, width: int) -> int:
@@ -537,4 +592,4 @@ def _constant_address(offset: int, bank: int, width: int) -> int:
 # NOP: 0x918, no operands.
 def nop(*, guard: Pred | None = None, control: Control = Control()) -> Words:
     """``NOP``."""
-    return _words(0x918, guard, control)
+    return _words(0x918, guard, control, "NOP")
