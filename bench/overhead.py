@@ -2,11 +2,12 @@
 
 For each kernel: plain (markers removed), markers compiled in but no trace active,
 traced by gwatch-nb, and traced by Proton's instrumentation backend with the same
-scopes. Kernel time comes from CUDA events recorded right around the kernel: a sleep
-kernel queued first keeps the GPU busy while the host launches, so the events do not
-time the host's launch path; gwatch-traced launches are timed by the trace session after
-its buffer setup, Proton ones by Triton launch hooks that run before Proton's own
-(Proton drains its buffer after every launch). Inputs rotate over three sets so caches
+scopes. Kernel time is the GPU's own start-to-end of each kernel, from CUPTI's activity
+records (gwatch_nb/cuda/activity.py), for plain, idle and traced launches alike, so nothing
+the host does around a launch enters it. Proton holds CUPTI in its process, so its launches
+are timed with CUDA events by Triton launch hooks that run before Proton's own (Proton
+drains its buffer after every launch), a sleep kernel queued first keeping the GPU busy
+while the host launches. Inputs rotate over three sets so caches
 do not flatter, and plain/idle/traced are measured in interleaved rounds so clock drift
 hits them alike. Proton runs in its own process: it takes CUPTI's only subscriber slot.
 With --scopes, a case is also traced with only some of its scopes (variant
@@ -61,22 +62,25 @@ def _cases():
     return cases
 
 
-#: GPU cycles of the sleep queued before each timed launch (~50 µs at 2 GHz).
+#: GPU cycles of the sleep queued before each Proton-timed launch (~50 µs at 2 GHz).
 SLEEP_CYCLES = 100_000
 
 
-def _event_times(call, inputs, iters):
+def _kernel_times(call, inputs, iters, pattern):
+    """µs on the GPU of each launch of the kernels matching `pattern` that `call` makes."""
+    import re
     import torch
-    times = []
-    for i in range(iters):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        torch.cuda._sleep(SLEEP_CYCLES)
-        start.record()
-        call(*inputs[i % len(inputs)])
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) * 1e3)
-    return times
+    from gwatch_nb.cuda import activity
+    clock = activity.clock()
+    clock.start(every_kernel=True)
+    try:
+        for i in range(iters):
+            call(*inputs[i % len(inputs)])
+        torch.cuda.synchronize()
+        clock.flush()
+        return [ms * 1e3 for name, ms in clock.take_all() if re.search(pattern, name)]
+    finally:
+        clock.stop(every_kernel=True)
 
 
 class _HookTimer:
@@ -103,12 +107,10 @@ class _HookTimer:
 def _traced(call, inputs, iters, pattern, capacity, scopes=None, tier="ptx", auto=False):
     from gwatch_nb import tiers
     from gwatch_nb.options import TraceOptions
-    import torch
     session = tiers.open_session(TraceOptions(pattern, tier, capacity, scopes=scopes, auto=auto))
     session.start()
     try:
         for i in range(iters):
-            torch.cuda._sleep(SLEEP_CYCLES)
             call(*inputs[i % len(inputs)])
     finally:
         began = time.perf_counter()
@@ -155,8 +157,8 @@ def worker_gwatch(names, rounds, iters, subsets):
         plain_call = lambda *a: case["call"](plain, *a)  # noqa: E731
         marked_call = lambda *a: case["call"](marked, *a)  # noqa: E731
         same = torch.equal(plain_call(*inputs[0]), marked_call(*inputs[0]))
-        _event_times(plain_call, inputs, 3)
-        _event_times(marked_call, inputs, 3)
+        _kernel_times(plain_call, inputs, 3, case["pattern"])
+        _kernel_times(marked_call, inputs, 3, case["pattern"])
         # gwatch-nb with every scope traced (ptx tier, sass tier, and the sass tier's automatic
         # sites on the kernel without markers), then with each subset of them asked for.
         traced_variants = {"gwatch": (marked_call, None, "ptx", False), "sass": (marked_call, None, "sass", False),
@@ -167,8 +169,8 @@ def worker_gwatch(names, rounds, iters, subsets):
         # Host time of each round's first traced launch: instrumenting it, then reusing it.
         first_launch_ms = {label: [] for label in traced_variants}
         for _ in range(rounds):
-            samples["plain"] += _event_times(plain_call, inputs, iters)
-            samples["idle"] += _event_times(marked_call, inputs, iters)
+            samples["plain"] += _kernel_times(plain_call, inputs, iters, case["pattern"])
+            samples["idle"] += _kernel_times(marked_call, inputs, iters, case["pattern"])
             for label, (call, scopes, tier, auto) in traced_variants.items():
                 if label not in samples:  # it failed in an earlier round
                     continue
