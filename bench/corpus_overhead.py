@@ -34,7 +34,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-sys.path[:0] = [os.path.join(ROOT, "tests"), ROOT]
+sys.path[:0] = [os.path.join(ROOT, "tests"), ROOT, HERE]
+
+from gpu_times import kernel_times  # noqa: E402
 
 TIERS = ("sass", "ptx")
 L2_FLUSH_BYTES = 256 << 20  # beyond the H200's 50 MB L2
@@ -49,22 +51,6 @@ def _flushing(launch):
         cache.zero_()
         return launch()
     return flushed
-
-
-def _plain_times(launch, iters: int, pattern: str) -> list[float]:
-    """µs on the GPU of each launch of the matching kernels that `launch` makes."""
-    import torch
-    from gwatch_nb.cuda import activity
-    clock = activity.clock()
-    clock.start(every_kernel=True)
-    try:
-        for _ in range(iters):
-            launch()
-        torch.cuda.synchronize()
-        clock.flush()
-        return [ms * 1e3 for name, ms in clock.take_all() if re.search(pattern, name)]
-    finally:
-        clock.stop(every_kernel=True)
 
 
 def _traced(launch, iters: int, pattern: str, tier: str, expected) -> dict:
@@ -108,7 +94,7 @@ def measure_case(name: str, rounds: int, iters: int) -> dict:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for _ in range(rounds):
-            row["plain"] += _plain_times(plain, iters, case.pattern)
+            row["plain"] += kernel_times(lambda: [plain() for _ in range(iters)], case.pattern)
             for tier in TIERS:
                 if "error" in row[tier]:
                     continue

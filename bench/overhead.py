@@ -30,6 +30,7 @@ sys.path.insert(0, os.path.dirname(HERE))  # for `from examples import ...`
 sys.path.insert(0, HERE)
 
 from diagnostics import DIAGNOSTIC_EDITS  # noqa: E402
+from gpu_times import kernel_times  # noqa: E402
 
 
 def _cases():
@@ -67,20 +68,7 @@ SLEEP_CYCLES = 100_000
 
 
 def _kernel_times(call, inputs, iters, pattern):
-    """µs on the GPU of each launch of the kernels matching `pattern` that `call` makes."""
-    import re
-    import torch
-    from gwatch_nb.cuda import activity
-    clock = activity.clock()
-    clock.start(every_kernel=True)
-    try:
-        for i in range(iters):
-            call(*inputs[i % len(inputs)])
-        torch.cuda.synchronize()
-        clock.flush()
-        return [ms * 1e3 for name, ms in clock.take_all() if re.search(pattern, name)]
-    finally:
-        clock.stop(every_kernel=True)
+    return kernel_times(lambda: [call(*inputs[i % len(inputs)]) for i in range(iters)], pattern)
 
 
 class _HookTimer:
