@@ -9,6 +9,7 @@ timed alike, and nothing on the host enters either figure."""
 from __future__ import annotations
 
 import ctypes
+import functools
 import threading
 
 from ..errors import CuptiUnavailableError
@@ -25,6 +26,10 @@ _REQUESTED = ctypes.CFUNCTYPE(None, ctypes.POINTER(ctypes.c_void_p), ctypes.POIN
                               ctypes.POINTER(ctypes.c_size_t))
 _COMPLETED = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_uint32, ctypes.c_void_p, ctypes.c_size_t,
                               ctypes.c_size_t)
+
+
+def _ms(start_ns: int, end_ns: int) -> float:
+    return (end_ns - start_ns) / 1e6
 
 
 class _Kernel(ctypes.Structure):
@@ -101,7 +106,7 @@ class KernelClock:
             if not found:
                 del self._times[correlation]
             self._ended[correlation] = end
-        return (end - start) / 1e6
+        return _ms(start, end)
 
     def take_following(self, correlation: int, name: str, count: int) -> list[float]:
         """The GPU times in ms of the first `count` kernels named `name` (``watch_name``) that
@@ -117,14 +122,14 @@ class KernelClock:
             for _, c, k in sorted(found, key=lambda f: -f[2]):  # the later ones first, so indices hold
                 del self._times[c][k]
             self._times = {c: kernels for c, kernels in self._times.items() if kernels}
-        return [(end - start) / 1e6 for start, end, _ in times]
+        return [_ms(start, end) for start, end, _ in times]
 
     def take_all(self) -> list[tuple[str, float]]:
         """Every kernel recorded and not yet taken, as (name, ms), in the order they began."""
         with self._lock:
             found = sorted(k for kernels in self._times.values() for k in kernels)
             self._times = {}
-        return [(name, (end - start) / 1e6) for start, end, name in found]
+        return [(name, _ms(start, end)) for start, end, name in found]
 
     def _library(self):
         if self._lib is None:
@@ -171,12 +176,7 @@ class KernelClock:
             self._buffers.pop(buffer, None)
 
 
-_clock: KernelClock | None = None
-
-
+@functools.cache
 def clock() -> KernelClock:
     """The process's one kernel clock (CUPTI takes one pair of buffer callbacks per process)."""
-    global _clock
-    if _clock is None:
-        _clock = KernelClock()
-    return _clock
+    return KernelClock()

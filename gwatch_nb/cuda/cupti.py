@@ -5,6 +5,7 @@ callback functions and structures; they are declared here from cupti_callbacks.h
 from __future__ import annotations
 
 import ctypes
+import functools
 import glob
 import os
 import site
@@ -182,12 +183,7 @@ class Cupti:
         self.lib.cuptiUnsubscribe(handle)
 
 
-_loaded: Cupti | None = None
-
-
+@functools.cache
 def load() -> Cupti:
-    """The process's CUPTI, loaded once."""
-    global _loaded
-    if _loaded is None:
-        _loaded = Cupti()
-    return _loaded
+    """The process's CUPTI, loaded once (a failure is not kept: the next call tries again)."""
+    return Cupti()

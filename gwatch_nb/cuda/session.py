@@ -517,7 +517,7 @@ class TraceSession:
     def _collect_timings(self, broken: dict) -> None:
         """Untraced launches' kernel times (the GPU has passed them, the clock has their records)."""
         for key, correlations in self._untraced_launches.items():
-            taken = [self._kernel_ms(c) for c in correlations]
+            taken = [self._kernel_ms(c) for c in correlations]  # taken either way: the clock lets them go
             if key[0] not in broken:
                 self._untraced_ms.setdefault(key, []).extend(ms for ms in taken if ms is not None)
         self._untraced_launches.clear()
