@@ -1,6 +1,6 @@
 """gwatch-nb: when each marked region of a Triton kernel ran, on every warp of every SM."""
 from ._version import __version__
-from .api import do_trace
+from .api import do_trace, stalls
 from .errors import (ArchiveError, CuptiBusyError, CuptiUnavailableError, GwatchError, GwatchWarning,
                      NoGPUError, NoMatchingKernelError, OptionError, TraceFailedError, UnsupportedGpuError,
                      UnsupportedTritonError)
@@ -11,7 +11,7 @@ from .trace import Trace, TraceWarning
 _LAZY = {"compare": ".comparison", "load_many": ".dataset", "query": ".dataset"}
 
 __all__ = [
-    "__version__", "do_trace", "load", "load_report", "compare", "load_many", "query", "Trace", "TraceWarning",
+    "__version__", "do_trace", "stalls", "load", "load_report", "compare", "load_many", "query", "Trace", "TraceWarning",
     "GwatchError", "GwatchWarning", "NoGPUError", "CuptiUnavailableError", "CuptiBusyError", "NoMatchingKernelError",
     "TraceFailedError", "ArchiveError", "OptionError", "UnsupportedGpuError", "UnsupportedTritonError",
 ]

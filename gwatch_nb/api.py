@@ -10,7 +10,7 @@ from typing import Callable, Iterable, Mapping
 
 from . import tiers
 from .errors import GwatchWarning, NoMatchingKernelError, OptionError, TraceFailedError
-from .options import TraceOptions
+from .options import STALLS_NEED_SASS, TraceOptions
 from .scopes import chosen_scopes
 from .trace import Trace
 
@@ -54,7 +54,7 @@ def do_trace(fn: Callable[[], object], kernel_name_pattern: str, dsl: str = "tri
              scope_name_map: Mapping[int, str] | None = None, instrumentation_tier: str = "ptx",
              capacity: int | None = None, launches="all", scopes: Iterable[int | str] | None = None, *,
              warmup: int = 0, rep: int = 1, dump_path=None, configs: bool = False, baseline: int = 0,
-             auto: bool = False):
+             auto: bool = False, stalls: bool = False, stall_period: int | None = None):
     """Run ``fn()`` and trace every launch of a kernel whose name matches
     ``kernel_name_pattern`` (``re.search``).
 
@@ -78,7 +78,9 @@ def do_trace(fn: Callable[[], object], kernel_name_pattern: str, dsl: str = "tri
     before tracing (compiling, autotuning, caches), untraced; ``rep``: runs of ``fn``
     while tracing (each run's matching launches are traced, up to ``launches``).
     ``dump_path``: also save the Trace there (the ``.json`` archive ``gwatch show`` and
-    ``gwatch_nb.load`` read, whatever the extension).
+    ``gwatch_nb.load`` read, whatever the extension). ``stalls=True`` (sass tier) also samples
+    why each traced launch's warps stalled, charged to the scopes (``trace.stalls``);
+    ``stall_period=N`` samples each SM every 2^N cycles (default: CUPTI's for the GPU).
 
     Launches an autotuner (``triton.autotune``) makes while it benchmarks its configs run
     untraced: the trace holds the user's own launches, with the chosen config
@@ -100,7 +102,8 @@ def do_trace(fn: Callable[[], object], kernel_name_pattern: str, dsl: str = "tri
     _check_dsl(dsl)
     warmup, rep = _runs("warmup", warmup, 0), _runs("rep", rep, 1)
     options = TraceOptions(kernel_name_pattern, instrumentation_tier, capacity, launches,
-                           chosen_scopes(scopes, scope_name_map), configs, baseline, auto)
+                           chosen_scopes(scopes, scope_name_map), configs, baseline, auto, stalls=stalls,
+                           stall_period=stall_period)
     for _ in range(warmup):
         fn()
     session = start(options)
@@ -119,6 +122,47 @@ def do_trace(fn: Callable[[], object], kernel_name_pattern: str, dsl: str = "tri
     return sweep_comparison(trace) if configs else trace
 
 
+def stalls(fn: Callable[[], object], kernel_name_pattern: str, scope_name_map: Mapping[int, str] | None = None, *,
+           period: int | None = None, warmup: int = 0, rep: int = 1):
+    """Run ``fn()`` untraced and sample why the warps of every launch of a kernel matching
+    ``kernel_name_pattern`` stalled: the kernel as the user runs it, no probe in it. Each
+    launch is sampled on its own (the GPU is synchronized around it); every 2^``period``
+    cycles each SM notes one warp's instruction and stall reason (None: CUPTI's default for
+    the GPU). The samples are charged to the scopes whose markers hold their instructions
+    (a kernel with no markers, or not Triton's: every sample "outside scopes").
+
+    Returns trace.stalls' DataFrame (kernel, scope, name, reason, samples, share,
+    not_issued); ``.attrs["stalls"]`` holds the period, how it was chosen and per kernel the
+    launches, the samples kept and CUPTI's total and dropped counts. Raises
+    NoMatchingKernelError when nothing matched and CuptiUnavailableError where the GPU or
+    driver does not allow PC sampling."""
+    import re
+
+    from .cuda.stall_session import StallSession
+    from .options import check_stalls
+    from .stall_reasons import frame
+    check_stalls(True, period)
+    warmup, rep = _runs("warmup", warmup, 0), _runs("rep", rep, 1)
+    try:
+        pattern = re.compile(kernel_name_pattern)
+    except (re.error, TypeError) as error:
+        raise OptionError("kernel_name_pattern", kernel_name_pattern, f"is not a regular expression ({error})") from None
+    for _ in range(warmup):
+        fn()
+    session = StallSession(pattern, period)
+    session.start()
+    try:
+        for _ in range(rep):
+            fn()
+    finally:
+        session.stop()
+    meta = session.samples()
+    names = {int(k): str(v) for k, v in (scope_name_map or {}).items()}
+    table = frame(meta, lambda scope: names.get(scope, str(scope)))
+    table.attrs["stalls"] = {k: v for k, v in meta.items() if k != "rows"}
+    return table
+
+
 def start(options: TraceOptions) -> tiers.TracingSession:
     """Begin tracing (the first half of do_trace): the tier ("auto" decided here) opens
     its session; raises before anything runs if tracing cannot work."""
@@ -126,6 +170,8 @@ def start(options: TraceOptions) -> tiers.TracingSession:
     if options.auto and not tiers.TIERS[tier].has_sites:
         raise OptionError("auto", True, f"needs instrumentation_tier='sass', which this machine cannot trace on "
                                         f"(instrumentation_tier='auto' chose {tier!r}: the sass tier needs an sm_90 GPU)")
+    if options.stalls and not tiers.TIERS[tier].has_sites:
+        raise OptionError("stalls", True, f"{STALLS_NEED_SASS}; instrumentation_tier='auto' chose {tier!r}")
     # "auto" on an sm_90 GPU: the sass tier, and per kernel the ptx tier where the sass tier cannot trace it soundly.
     fallback = options.tier == "auto" and tiers.TIERS[tier].falls_back
     options = dataclasses.replace(options, tier=tier, fallback=fallback)

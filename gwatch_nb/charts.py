@@ -16,7 +16,7 @@ import traitlets
 
 from . import tiers
 from .analysis import seq_trend, sm_activity, warp_activity
-from .palette import BUSY, IDLE, scope_colours
+from .palette import BUSY, IDLE, scope_colours, stall_reason_colours
 from .trace import Trace
 from .units import range_unit
 
@@ -170,6 +170,30 @@ INTERPRETER_CANNOT_SHOW = {
 }
 
 
+def stall_reasons(trace: Trace) -> alt.Chart:
+    """Per scope a bar of its stall reasons' shares (trace.stalls), the reasons stacked by
+    their share, each scope labelled with its samples; one row per kernel and scope."""
+    table = trace.stalls
+    totals = table.groupby(["kernel", "scope"], sort=False)["samples"].transform("sum")
+    several = table["kernel"].nunique() > 1
+    table = table.assign(label=[(f"{k} · " if several else "") + f"{n} ({t:,})"
+                                for k, n, t in zip(table["kernel"], table["name"], totals)])
+    order = list(table.assign(total=totals).sort_values("total", ascending=False)["label"].drop_duplicates())
+    reasons = list(table.groupby("reason")["samples"].sum().sort_values(ascending=False).index)
+    return alt.Chart(table).mark_bar().encode(
+        x=alt.X("share:Q", stack="zero", axis=_axis("share of the scope's PC samples", format="%"),
+                scale=alt.Scale(domain=[0, 1])),
+        y=alt.Y("label:N", sort=order, axis=_axis(None, labelLimit=260)),
+        color=alt.Color("reason:N", scale=alt.Scale(domain=reasons, range=stall_reason_colours(reasons)),
+                        sort=reasons, title="stall reason"),
+        order=alt.Order("samples:Q", sort="descending"),
+        tooltip=[alt.Tooltip("name:N", title="scope"), alt.Tooltip("reason:N"),
+                 alt.Tooltip("samples:Q", format=","), alt.Tooltip("share:Q", format=".1%"),
+                 alt.Tooltip("not_issued:Q", format=",", title="of them not issued")],
+    ).properties(width=WIDTH, height=22 * len(order),
+                 title=f"Why each scope's warps stalled (PC samples every 2^{trace.meta['stalls']['period']} cycles)")
+
+
 def cannot_show(title: str, why: str) -> alt.Chart:
     """A chart's place holding its title and why the trace cannot fill it, as text."""
     lines = textwrap.wrap(why, 80)
@@ -195,7 +219,7 @@ def all_charts(trace: Trace, unit: tuple[str, float] | None = None) -> list[tupl
         ("Duration per iteration", iteration_trend(trace, unit)),
         ("Busy vs idle share per warp", cannot_show("Each warp's busy vs idle share", INTERPRETER_CANNOT_SHOW["busy"])
          if host else warp_busy_share(trace)),
-    ]
+    ] + ([("Stall reasons per scope", stall_reasons(trace))] if trace.meta.get("stalls") else [])
 
 
 class ChartsWidget(anywidget.AnyWidget):

@@ -15,7 +15,6 @@ from ._version import __version__
 from .comparison.cli import add_diff_command
 from .errors import ArchiveError
 from .outputs import format_of, supported
-from .tiers import TIERS
 from .report import Report, Section, load_report
 from .show import (SECTIONS, VIEWS, Selection, SelectionError, format_text, parse_block, parse_numbers,
                    parse_threads, parse_ticks, parse_time, summarize)
@@ -50,9 +49,7 @@ sections shown when none is given:
   {defaults}.
 Times are on each launch's own axis, from its start; a bare number is in
 microseconds for --from/--to, in ns (timer ticks) for G-Watch's --stime/--etime.
-""".format(defaults=", ".join(s.flags[0] + (f" (on {'/'.join(t.name for t in TIERS.values() if t.has_sites)}-tier traces)"
-                                                if s.sites_only else "")
-                               for s in SECTIONS if s.default))
+""".format(defaults=", ".join(s.flags[0] + (f" ({s.only_on[0]})" if s.only_on else "") for s in SECTIONS if s.default))
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -18,6 +18,7 @@ from .charts import all_charts, duration_unit
 from .notes import notes
 from .outputs import atomic_write
 from .serializers import embedded_state, script_json, timeline_payload
+from .stall_reasons import by_scope
 from .trace import Trace
 from .units import format_scaled
 
@@ -100,6 +101,27 @@ def _sites_table(trace: Trace) -> str:
             f'<tbody>{"".join(rows)}</tbody></table>')
 
 
+def _stalls_table(trace: Trace) -> str:
+    """Per scope its PC samples and the share of each stall reason (what ``gwatch show
+    --stalls`` prints); "" where the trace sampled none."""
+    if not trace.meta.get("stalls"):
+        return ""
+    table = trace.stalls
+    several_kernels = table["kernel"].nunique() > 1
+    rows = []
+    for scope in by_scope(table).itertuples():
+        reasons = table[(table["kernel"] == scope.kernel) & (table["scope"] == scope.scope)]
+        shares = ", ".join(f"{r.reason} {r.share:.0%}" for r in reasons.sort_values("samples", ascending=False)
+                           .itertuples() if r.share >= 0.01)
+        label = (f"{scope.kernel} · " if several_kernels else "") + str(scope.name)
+        rows.append("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in (label, f"{scope.samples:,}", shares))
+                    + "</tr>")
+    head = "".join(f"<th>{h}</th>" for h in ("scope", "samples", "stall reasons (share of the scope's samples)"))
+    return ("<h4>Why each scope's warps stalled (PC samples)</h4>"
+            f'<table class="gw-stats gw-stall-table"><thead><tr>{head}</tr></thead>'
+            f'<tbody>{"".join(rows)}</tbody></table>')
+
+
 def _run_facts(trace: Trace) -> str:
     launches = trace.launches
     kernels = ", ".join(sorted({str(k) for k in launches["kernel"]})) or "no kernel"
@@ -150,6 +172,7 @@ def _run(trace: Trace, section: int, run: int, runs: int, unit: tuple[str, float
     parts.append(f"<h4>Scope statistics (durations in {unit[0]})</h4>")
     parts.append(_stats_table(trace, unit))
     parts.append(_sites_table(trace))
+    parts.append(_stalls_table(trace))
     parts.append("</article>")
     return "\n".join(parts)
 

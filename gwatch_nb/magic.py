@@ -34,7 +34,8 @@ from .trace import Trace
 
 #: The magic's flag for each option of TraceOptions and do_trace.
 FLAGS = {"kernel_name_pattern": "-k", "capacity": "-c", "launches": "-l", "scopes": "-s",
-         "instrumentation_tier": "-t", "configs": "--configs", "baseline": "--baseline", "auto": "--auto"}
+         "instrumentation_tier": "-t", "configs": "--configs", "baseline": "--baseline", "auto": "--auto",
+         "stalls": "--stalls", "stall_period": "--stall-period"}
 #: Names the magic sets in the user's namespace.
 TRACE_VARIABLE, WIDGET_VARIABLE = "_gwatch", "_gwatch_widget"
 
@@ -102,6 +103,10 @@ class GwatchMagics(Magics):
     @argument("-t", "--tier", default="auto", choices=list(tier_choices()), help=tiers.help_text())
     @argument("--auto", action="store_true", help="with -t sass: also trace the automatic sites (every loop's "
               "iterations, every blocking wait), beside the markers or in kernels that have none")
+    @argument("--stalls", action="store_true", help="with the sass tier: also sample why each traced launch's "
+              "warps stalled, per scope (trace.stalls; the charts and the report show it)")
+    @argument("--stall-period", type=int, help="with --stalls: sample each SM every 2^N cycles (default: CUPTI's "
+              "for the GPU)")
     @argument("--configs", action="store_true", help="an autotuned kernel: trace one launch of each config the "
               "autotuner tries (it benchmarks again) and show the comparison across them, the chosen one marked")
     @argument("--baseline", type=int, default=0, help="replay the first traced launch N times untraced to measure "
@@ -122,11 +127,12 @@ class GwatchMagics(Magics):
             scopes = None if args.scopes is None else chosen_scopes(
                 [part for part in args.scopes.split(",") if part.strip()], names)
             options = TraceOptions(args.kernel, args.tier, args.capacity, args.launches, scopes, args.configs,
-                                   args.baseline, args.auto, on_instrument=progress.instrumenting)
+                                   args.baseline, args.auto, stalls=args.stalls, stall_period=args.stall_period,
+                                   on_instrument=progress.instrumenting)
             session = api.start(options)
         except OptionError as error:
             typed = {"scopes": args.scopes, "launches": args.launches, "kernel_name_pattern": args.kernel,
-                     "auto": ""}  # a flag: its name says it all
+                     "auto": "", "stalls": ""}  # a flag: its name says it all
             raise UsageError(error.spelled(FLAGS, typed)) from None  # nothing ran: the cell must not half-run
         except GwatchError as error:
             raise UsageError(in_flags(str(error))) from None

@@ -2,7 +2,7 @@
 
 The modules that own a ``Trace.meta`` entry word their own facts (instrumentation_cost.py
 what instrumenting changed, autotune.py what the autotuner did, overhead.py what tracing
-cost); ``notes`` puts their lines in one order, and the widget, ``%%gwatch``, the HTML
+cost, stall_reasons.py how stalls were sampled); ``notes`` puts their lines in one order, and the widget, ``%%gwatch``, the HTML
 report and ``gwatch show`` each print ``notes(trace)`` and word none of them themselves.
 A launch's config and the sass tier's sites are per launch and per reading: the views
 show them beside the launch and in their own table."""
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from . import instrumentation_cost, overhead
+from . import instrumentation_cost, overhead, stall_reasons
 
 if TYPE_CHECKING:
     from .trace import Trace
@@ -20,4 +20,4 @@ def notes(trace: "Trace") -> list[str]:
     """The trace's notes; the tracing cost comes last (the widget's toolbar shows that one)."""
     from . import autotune  # it imports triton; reading meta["autotune"] needs none of it
     return (instrumentation_cost.summaries(trace.meta) + autotune.summaries(trace.meta)
-            + [overhead.summary(trace.overhead)])
+            + stall_reasons.summaries(trace.meta) + [overhead.summary(trace.overhead)])

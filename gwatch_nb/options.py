@@ -39,6 +39,25 @@ def _max_launches(launches) -> int | None:
     raise OptionError("launches", launches, "must be 'first', 'all' or a positive integer")
 
 
+#: Why stall sampling beside a trace needs the sass tier (options and api.start say it).
+STALLS_NEED_SASS = ("stalls=True needs instrumentation_tier='sass' (samples are charged to the instructions of the "
+                    "kernel as compiled, which only that tier keeps; gwatch_nb.stalls samples any GPU untraced)")
+
+
+def check_stalls(stalls, period) -> None:
+    """OptionError for a bad ``stalls`` or ``stall_period`` (a period without stalls included)."""
+    from .cuda.pc_sampling import PERIODS
+    if not isinstance(stalls, bool):
+        raise OptionError("stalls", stalls, "must be True or False")
+    if period is None:
+        return
+    if isinstance(period, bool) or not isinstance(period, int) or period not in PERIODS:
+        raise OptionError("stall_period", period, f"must be N for 2^N cycles between samples, N from "
+                                                  f"{PERIODS.start} to {PERIODS.stop - 1}")
+    if not stalls:
+        raise OptionError("stall_period", period, "applies only with stalls=True")
+
+
 @dataclass(frozen=True)
 class TraceOptions:
     """``kernel_name_pattern``: regular expression for the kernel names to trace
@@ -54,7 +73,8 @@ class TraceOptions:
     markers; any other tier refuses it once "auto" is resolved. ``fallback``: on the sass tier, a
     kernel it cannot instrument soundly (or only with readings left out) is traced on the ptx
     tier instead, with a ``sass_fallback`` warning: what tier "auto" resolves to on an sm_90
-    GPU. ``on_instrument``: told a kernel's name before it is instrumented (the first time can
+    GPU. ``stalls``: on the sass tier, also sample each traced launch's warp stall reasons
+    (stall_reasons.py), every ``2^stall_period`` cycles (None: CUPTI's default for the GPU). ``on_instrument``: told a kernel's name before it is instrumented (the first time can
     take a second)."""
     kernel_name_pattern: str
     tier: str = "auto"
@@ -65,6 +85,8 @@ class TraceOptions:
     baseline: int = 0
     auto: bool = False
     fallback: bool = False
+    stalls: bool = False
+    stall_period: int | None = None
     on_instrument: Callable[[str], None] | None = field(default=None, compare=False)
     pattern: re.Pattern = field(init=False, repr=False, compare=False)
     max_launches: int | None = field(init=False, repr=False, compare=False)
@@ -94,5 +116,8 @@ class TraceOptions:
         if self.auto and self.tier != "auto" and not _tier(self.tier).has_sites:
             raise OptionError("auto", self.auto, f"needs instrumentation_tier='sass' (automatic sites are read off the "
                                                  f"compiled kernel); this trace asks for {self.tier!r}")
+        check_stalls(self.stalls, self.stall_period)
+        if self.stalls and self.tier != "auto" and not _tier(self.tier).has_sites:
+            raise OptionError("stalls", self.stalls, STALLS_NEED_SASS + f"; this trace asks for {self.tier!r}")
         object.__setattr__(self, "pattern", pattern)
         object.__setattr__(self, "max_launches", _max_launches(self.launches))

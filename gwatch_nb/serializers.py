@@ -15,7 +15,7 @@ import numpy as np
 
 from . import site_rows, tiers
 from .notes import notes
-from .palette import scope_colours
+from .palette import scope_colours, stall_reason_colours
 
 if TYPE_CHECKING:
     from .trace import Trace
@@ -55,7 +55,8 @@ def _times(ns: np.ndarray) -> np.ndarray:
 
 def timeline_payload(trace: "Trace") -> dict:
     """Everything the timeline draws, as small JSON plus binary arrays; on the sass tier also
-    ``sites``: every reading (site_rows.py records, a few dozen) for the details of a selection."""
+    ``sites``: every reading (site_rows.py records, a few dozen) for the details of a selection,
+    and where the trace sampled them ``stalls``: each scope's stall reasons (trace.stalls' rows)."""
     df, warps, launches, warp_row = trace.df, trace.warps, trace.launches, trace.warp_row
     if np.any(np.diff(warp_row) < 0):
         raise ValueError("the trace's scope instances are not grouped by warp in warp order")
@@ -102,6 +103,12 @@ def timeline_payload(trace: "Trace") -> dict:
     if tiers.of(trace).has_sites:
         grouped = site_rows.by_scope(site_rows.records(trace))
         payload["sites"] = {"rule": site_rows.SHARPNESS_RULE, "rows": [r for g in grouped for r in g["readings"]]}
+    if trace.meta.get("stalls"):
+        table = trace.stalls
+        payload["stalls"] = {"period": int(trace.meta["stalls"]["period"]), "rows": [
+            {"kernel": str(r.kernel), "scope": str(r.name), "reason": str(r.reason), "samples": int(r.samples),
+             "share": float(r.share), "colour": colour}
+            for r, colour in zip(table.itertuples(), stall_reason_colours(list(table["reason"])))]}
     return payload
 
 

@@ -50,6 +50,9 @@ SESSION_PROBLEMS = {
     "sites_miscounted": "the compiler copied, unrolled or moved a scope's code, so the sass tier's readings of it run "
                         "other than its markers (tier 'auto' traces such a kernel on the ptx tier)",
     "sass_fallback": "the sass tier could not instrument it soundly; tier 'auto' traced it on the ptx tier instead",
+    "stalls_not_sampled": "traced on the ptx tier, whose rebuilt code does not map back to the kernel's instructions; "
+                          "its stall reasons were not sampled",
+    "stalls_unavailable": "CUPTI would not sample PCs on this GPU or driver; the trace went on without stall reasons",
 }
 
 

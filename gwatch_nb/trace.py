@@ -194,6 +194,15 @@ class Trace:
             sites.insert(3, "name", [self.scope_name(s) for s in sites["scope"]])
         return sites
 
+    @property
+    def stalls(self) -> "pd.DataFrame":
+        """Why the warps stalled, per scope (traced with ``stalls=True``): one row per kernel,
+        scope and reason, its PC samples, its share of the scope's samples, and how many of
+        them did not issue (stall_reasons.py). Scope -1 is "outside scopes", -2 the sass
+        tier's own probes. Empty when the trace sampled none."""
+        from .stall_reasons import frame
+        return frame(self.meta.get("stalls"), self.scope_name)
+
     @functools.cached_property
     def warps(self) -> "pd.DataFrame":
         """One row per warp: where it ran, its lifetime on the launch's ns axis, its events."""

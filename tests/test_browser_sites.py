@@ -53,6 +53,15 @@ def _expected(trace, kernel: str, name: str) -> tuple[list[str], dict[int, list[
     return header, rows
 
 
+def _report_of(session, tmp_path, fixture: str):
+    """The fixture's trace, its one kernel, and the timeline of its HTML report opened in the browser."""
+    trace = gwatch_nb.load(f"{FIXTURES}/{fixture}")
+    (kernel,) = set(trace.launches["kernel"])
+    path = tmp_path / "report.html"
+    trace.to_html(path)
+    return trace, kernel, session.open(path)
+
+
 def _select_first_match(session, timeline, query: str) -> str:
     box = timeline.query_selector(".gw-search")
     box.fill(query)
@@ -69,11 +78,7 @@ def _select_first_match(session, timeline, query: str) -> str:
     ("attention_sass_auto_h200.json", ["softmax", "barrier", "loop"]),
 ])
 def test_the_details_list_the_selected_scopes_readings(session, tmp_path, fixture, queries):
-    trace = gwatch_nb.load(f"{FIXTURES}/{fixture}")
-    (kernel,) = set(trace.launches["kernel"])
-    path = tmp_path / "sass.html"
-    trace.to_html(path)
-    timeline = session.open(path)
+    trace, kernel, timeline = _report_of(session, tmp_path, fixture)
     assert timeline.query_selector(".gw-time-source").inner_text() == "GPU time (sass tier)"
     assert "compiled kernel (after ptxas)" in timeline.query_selector(".gw-time-source").get_attribute("title")
     panel = timeline.query_selector(".gw-details")
@@ -107,4 +112,37 @@ def test_a_ptx_trace_shows_no_details_panel(session, tmp_path):
     assert timeline.query_selector(".gw-time-source").inner_text() == "GPU time"
     _select_first_match(session, timeline, "softmax")
     assert timeline.query_selector(".gw-details").is_hidden()
+    session.assert_clean()
+
+
+READ_STALLS = """panel => {
+  const bar = panel.querySelector('.gw-stall-bar');
+  if (!bar) return null;
+  return {
+    title: [...panel.querySelectorAll('.gw-details-title')].map(t => t.textContent),
+    parts: [...bar.querySelectorAll('span')].map(s => ({reason: s.dataset.reason,
+                                                         width: s.getBoundingClientRect().width})),
+    bar: bar.getBoundingClientRect().width,
+    legend: [...panel.querySelectorAll('.gw-stall-legend span')].map(s => s.textContent),
+  };
+}"""
+
+
+@pytest.mark.parametrize("fixture, query", [("dot_loop_stalls_h200.json", "dot"),
+                                            ("dot_loop_stalls_h200.json", "load"),
+                                            ("copy_loop_stalls_h200.json", "copy")])
+def test_the_details_show_why_the_selected_scopes_warps_stalled(session, tmp_path, fixture, query):
+    trace, kernel, timeline = _report_of(session, tmp_path, fixture)
+    name = _select_first_match(session, timeline, query)
+    panel = timeline.query_selector(".gw-details")
+    assert panel.is_visible()
+    shown = session.page.evaluate(READ_STALLS, panel)
+    expected = trace.stalls[(trace.stalls["kernel"] == kernel) & (trace.stalls["name"] == name)]
+    expected = expected.sort_values("samples", ascending=False)
+    assert shown["title"][-1].startswith(f"{name}: why its warps stalled ({expected['samples'].sum():,} PC samples")
+    assert [p["reason"] for p in shown["parts"]] == list(expected["reason"])
+    for part, share in zip(shown["parts"], expected["share"]):  # each reason as wide as its share, to a pixel
+        assert abs(part["width"] - share * shown["bar"]) <= 1.0
+    top = expected.iloc[0]
+    assert shown["legend"][0] == f"{top.reason} {int(100 * top.share + 0.5)}%"  # as Math.round rounds
     session.assert_clean()

@@ -15,6 +15,7 @@ from ..palette import run_colour
 from ..serializers import embedded_state, timeline_payload
 from ..units import format_ns
 from .charts import all_charts
+from .tables import STALL_CHANGE_POINTS, no_stall_change
 
 if TYPE_CHECKING:
     from .tables import Comparison
@@ -48,6 +49,9 @@ def tables_html(cmp: "Comparison") -> str:
              _list(cmp.verdicts or ["no change whose interval excludes 0"], "gw-compare-verdicts")]
     if cmp.notes:
         parts.append(_list(cmp.notes, "gw-compare-notes"))
+    if len(cmp.stalls):
+        parts.append("<p>Why: the stall reasons whose share of a scope's PC samples moved most.</p>")
+        parts.append(_list(cmp.stall_changes or [no_stall_change(STALL_CHANGE_POINTS)], "gw-compare-notes"))
     rows = [[html.escape(str(r["scope"])), html.escape(str(r["run"])), f"{int(r['count']):,}", format_ns(r["p50_ns"]),
              format_ns(r["p95_ns"]), format_ns(r["mean_ns"]), format_ns(r["total_ns"]), f"{r['share']:.1%}", _change(r)]
             for _, r in cmp.df.iterrows()]

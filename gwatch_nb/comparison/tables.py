@@ -31,6 +31,10 @@ KERNEL_MEASURES = {
     "idle_share": ("share of warp lifetime outside any scope", "share", "warps"),
 }
 KERNEL_COLUMNS = ["measure", "what", "run", "value", "samples", "samples_of", *CHANGE_COLUMNS]
+STALL_COLUMNS = ["scope", "reason", "run", "samples", "share", "points"]
+#: A stall reason's share of a scope's samples must move this far (in points of share) for
+#: ``stall_changes`` to name it: sampling noise at some thousands of samples is a point or two.
+STALL_CHANGE_POINTS = 0.05
 
 
 def _quantiles(durations: pd.Series) -> tuple[float, float]:
@@ -42,7 +46,10 @@ class Comparison:
     change columns are empty): ``df`` per scope, ``kernel`` launch-level measures,
     ``iterations`` per (scope, seq), ``roles`` per (scope, warp index in the block),
     ``sms`` busy time per SM. ``verdicts`` lists the changes whose interval excludes zero
-    (scopes and kernel measures); ``notes`` what the runs do not share."""
+    (scopes and kernel measures); ``notes`` what the runs do not share. Where every run
+    sampled stalls (stalls=True), ``stalls`` holds per scope and reason each run's share of
+    the scope's PC samples and its move from the baseline's in points, and ``stall_changes``
+    says, per scope, the reasons whose share moved most: why its time changed."""
 
     def __init__(self, traces: Sequence[Trace], labels: Sequence[str], resamples: int = RESAMPLES,
                  level: float = LEVEL, seed: int = SEED):
@@ -69,6 +76,8 @@ class Comparison:
         self.roles = self._grouped_table("warp", "role")
         self.iterations = self._grouped_table("seq", "seq")
         self.sms = self._sm_table()
+        self.stalls = self._stall_table()
+        self.stall_changes = self._stall_changes()
         self.verdicts = [v for table in (self.df, self.kernel) for v in table["verdict"] if isinstance(v, str)]
 
     # ------------------------------------------------------------ helpers
@@ -201,6 +210,39 @@ class Comparison:
             frames.append(busy.rename(run.label))
         return pd.concat(frames, axis=1).rename_axis("sm").reset_index()
 
+    def _stall_table(self) -> pd.DataFrame:
+        if not all(run.trace.meta.get("stalls") for run in self.runs):
+            return pd.DataFrame(columns=STALL_COLUMNS)
+        rows = []
+        for sid in self.scopes:
+            name = self.scope_name(sid)
+            per_run = []
+            for r, run in enumerate(self.runs):
+                table = run.trace.stalls
+                samples = table[table["scope"] == self.matches[r][sid]].groupby("reason")["samples"].sum()
+                per_run.append(samples)
+            reasons = sorted(set().union(*(s.index for s in per_run)), key=lambda k: -per_run[0].get(k, 0))
+            for reason in reasons:
+                base = _share(per_run[0], reason)
+                for r, samples in enumerate(per_run):
+                    share = _share(samples, reason)
+                    rows.append({"scope": name, "reason": reason, "run": self.labels[r],
+                                 "samples": int(samples.get(reason, 0)), "share": share,
+                                 "points": np.nan if r == 0 else share - base})
+        return pd.DataFrame(rows, columns=STALL_COLUMNS)
+
+    def _stall_changes(self) -> list[str]:
+        out = []
+        for (scope, run), moves in self.stalls.dropna(subset=["points"]).groupby(["scope", "run"], sort=False):
+            moved = moves[moves["points"].abs() >= STALL_CHANGE_POINTS].sort_values("points", key=abs, ascending=False)
+            if len(moved):
+                base = self.stalls[(self.stalls["scope"] == scope) & (self.stalls["run"] == self.labels[0])]
+                was = dict(zip(base["reason"], base["share"]))
+                shown = ", ".join(f"{m.reason} {was.get(m.reason, 0.0):.0%} → {m.share:.0%}"
+                                  for m in moved.head(3).itertuples())
+                out.append(f"{scope} in {run}: {shown} of its stall samples (against {self.labels[0]})")
+        return out
+
     # ------------------------------------------------------------ outputs
 
     def to_dict(self, scopes: Sequence[str] | None = None) -> dict:
@@ -217,7 +259,8 @@ class Comparison:
                 "interval": "percentile bootstrap over warps (kernel measures: over launches, SMs or warps)",
                 "notes": self.notes, "verdicts": verdicts, "scopes": records(self.df),
                 "kernel": records(self.kernel), "roles": records(self.roles), "iterations": records(self.iterations),
-                "sms": records(self.sms)}
+                "sms": records(self.sms), "stalls": records(self.stalls), "stall_changes": self.stall_changes,
+                "stall_change_points": STALL_CHANGE_POINTS}
 
     def __repr__(self) -> str:
         from .text import format_text
@@ -253,6 +296,16 @@ def _ranges(values: list[int]) -> str:
             parts.append(f"{start}" if start == v else f"{start}-{v}")
             start = None
     return ", ".join(parts)
+
+
+def no_stall_change(points: float) -> str:
+    """What ``stall_changes`` says when no reason moved `points` (a share) or more."""
+    return f"no reason's share moved {round(100 * points)} points or more"
+
+
+def _share(samples: pd.Series, reason: str) -> float:
+    total = samples.sum()
+    return float(samples.get(reason, 0) / total) if total else 0.0
 
 
 def _plain(value):

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from ..units import format_ns
+from .tables import no_stall_change
 
 #: Iteration and role rows printed per scope at most (the JSON holds them all).
 MAX_DETAIL_ROWS = 8
@@ -37,6 +38,9 @@ def format_text(summary: dict) -> str:
     if summary["notes"]:
         out += ["", "not compared / differences in shape:"] + [f"  - {n}" for n in summary["notes"]]
     out += ["", "verdicts:"] + ([f"  {v}" for v in summary["verdicts"]] or ["  no change whose interval excludes 0"])
+    if summary.get("stalls"):
+        out += ["", "why (stall reasons whose share of a scope's PC samples moved most):"] + (
+            [f"  {c}" for c in summary["stall_changes"]] or ["  " + no_stall_change(summary["stall_change_points"])])
     rows = [[r["scope"], r["run"], f"{r['count']:,}", format_ns(r["p50_ns"]), format_ns(r["p95_ns"]),
              format_ns(r["mean_ns"]), format_ns(r["total_ns"]),
              "-" if r["share"] is None else f"{r['share']:.1%}", _change(r)] for r in summary["scopes"]]

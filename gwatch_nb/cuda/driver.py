@@ -85,6 +85,10 @@ def load_cubin(cubin: bytes):
     return check(_driver().cuModuleLoadData(cubin), "cuModuleLoadData")
 
 
+def unload(module) -> None:
+    check(_driver().cuModuleUnload(module), "cuModuleUnload")
+
+
 def get_function(module, name: str):
     return check(_driver().cuModuleGetFunction(module, name.encode()), f"cuModuleGetFunction({name})")
 
@@ -213,3 +217,9 @@ def relaunch(api_name: str, params, function: int) -> None:
     status = entry(*[function if name == "f" else getattr(params, name) for name, _ in fields])
     if status != 0:
         raise CudaError(f"{api_name} (untraced replay) failed: CUDA error {status}")
+
+
+def current_context() -> int:
+    """The calling thread's current context (0: none yet)."""
+    context = check(_driver().cuCtxGetCurrent(), "cuCtxGetCurrent")
+    return int(context) if context is not None else 0

@@ -3,6 +3,7 @@ cubin Triton loaded by splicing clock readings into its scheduled code (gwatch_n
 kernel that runs is the user's own, instruction for instruction, plus the probes."""
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import threading
 import time
@@ -12,6 +13,7 @@ from ..errors import SassRewriteError, TraceFailedError, UnsupportedGpuError
 from ..sass import markers as marker_sources
 from ..sass.callsites import CallSites
 from ..sass.instrument import NO_CODE, SITE_COLUMNS, instrument
+from ..sass.scope_map import PcOwners
 from . import driver
 from .instrumented import InstrumentedKernel, resources
 from .session import TraceSession
@@ -45,7 +47,8 @@ class SassTraceSession(TraceSession):
         except TraceFailedError:
             pass
         try:
-            kernel = sass_kernel(context, function, source, self.options.scopes, self.options.auto)
+            kernel = sass_kernel(context, function, source, self.options.scopes, self.options.auto,
+                                 reload=self.options.stalls)
         except TraceFailedError as error:
             if not self.options.fallback or error.kind != "rewrite_failed":
                 raise
@@ -119,17 +122,23 @@ def supported(device: dict) -> str | None:
 
 
 def sass_kernel(context: int, original_handle: int, source, scopes: frozenset | None,
-                auto: bool) -> InstrumentedKernel | None:
+                auto: bool, reload: bool = False) -> InstrumentedKernel | None:
     """The instrumented copy of a kernel in this context (cached per cubin and choice of sites);
-    raises TraceFailedError when its cubin is missing or cannot be rewritten or loaded."""
+    raises TraceFailedError when its cubin is missing or cannot be rewritten or loaded. With
+    `reload`, a copy built before is loaded again, as a module of its own: PC sampling charges
+    PCs only to modules it saw load (pc_sampling.Sampler)."""
     if source.cubin is None:
         raise TraceFailedError(f"{source.name}: matched, but the cubin Triton loaded was not found; it ran untraced",
                                "cubin_not_found")
     key = (context, hashlib.sha256(source.cubin).hexdigest(), scopes, auto)
     with _lock:
-        if key not in _by_cubin:
+        built = key not in _by_cubin
+        if built:
             _by_cubin[key] = _build(source, scopes, auto)
         kernel = _by_cubin[key]
+    if kernel is not None and reload and not built:
+        function = driver.get_function(driver.load_cubin(kernel.extra["cubin"]), kernel.name)
+        kernel = dataclasses.replace(kernel, function=function, handle=int(function))
     if kernel is not None:
         driver.copy_attributes(original_handle, kernel.function)
     return kernel
@@ -170,7 +179,7 @@ def _ptx_scopes(source) -> set[int]:
         return set()
 
 
-def _markers(source) -> list:
+def markers_of(source) -> list:
     """The kernel's markers: from its Python source where the function is known (markers compile
     to nothing, and the source still names those Triton drops in warp-specialized loops), else
     from the sentinels in its PTX."""
@@ -182,7 +191,7 @@ def _markers(source) -> list:
     return marker_sources.from_ptx(source.ptx)
 
 
-def _callsites(source) -> CallSites | None:
+def callsites_of(source) -> CallSites | None:
     """The kernel's own calls, where its Python source is known: what places inlined code that
     Triton 3.6's line table gives no call site (sites.home_chains)."""
     if source.function is None:
@@ -216,8 +225,9 @@ def _build(source, scopes: frozenset | None, auto: bool) -> InstrumentedKernel |
     began = time.perf_counter()
     try:
         shared = source.metadata.get("shared")  # the launches' shared memory (Triton's is all dynamic)
-        made = instrument(source.cubin, source.name, _markers(source), scopes, auto,
-                          shared if isinstance(shared, int) else None, _callsites(source))
+        markers, callsites = markers_of(source), callsites_of(source)
+        made = instrument(source.cubin, source.name, markers, scopes, auto,
+                          shared if isinstance(shared, int) else None, callsites)
     except SassRewriteError as error:
         raise TraceFailedError(f"{source.name}: the sass tier cannot instrument it ({error}); it ran untraced",
                                "rewrite_failed", reason=str(error)) from None
@@ -245,5 +255,5 @@ def _build(source, scopes: frozenset | None, auto: bool) -> InstrumentedKernel |
         build_seconds=time.perf_counter() - began, buffer=layout.SASS_BUFFERS,
         extra=dict(sites=made.sites, scope_names=made.scope_names, cost=made.cost, seconds=made.seconds,
                    left_out=made.left_out, compiled_away=compiled_away, open_at_exit=made.open_at_exit,
-                   ptx_scopes=in_ptx,
-                   miscounted=_miscounted(source, made.start_depths)))
+                   ptx_scopes=in_ptx, miscounted=_miscounted(source, made.start_depths), cubin=made.cubin,
+                   pc_owners=PcOwners(source.cubin, source.name, markers, callsites, made.auto_sites, made.inserted)))

@@ -27,7 +27,7 @@ from ..options import TraceOptions
 from ..scopes import no_markers_message
 from ..sources import TritonSources
 from ..tiers import Problem
-from . import activity, cupti, driver
+from . import activity, cupti, driver, stall_sampling
 from .instrumented import InstrumentedKernel, cost, instrument_kernel
 
 #: Default per-launch budget for trace buffers (the capacity adapts to the warp count).
@@ -124,6 +124,8 @@ class PendingLaunch:
     correlation: int = 0                            # CUPTI's id of the launch: its kernel record's
     host_seconds: float = 0.0                       # time spent in the launch callbacks
     failed: str | None = None
+    sampled: bool = False                           # PC sampling brackets the launch (stalls=True)
+    stall_samples: object = None                    # what it gave (pc_sampling.Range)
     buffer: object = layout.PTX_BUFFERS             # the tier's buffer layout (layout.PtxBuffers / SassBuffers)
 
     def trace_arguments(self) -> tuple[ctypes.c_uint64, ctypes.c_uint32, ctypes.c_uint32]:
@@ -145,7 +147,7 @@ class _LaunchView:
     params: ctypes.Structure
 
 
-def _launch_view(cbid: int, params_pointer: int) -> _LaunchView:
+def launch_view(cbid: int, params_pointer: int) -> _LaunchView:
     if cbid in cupti.LAUNCH_EX_CBIDS:
         p = ctypes.cast(params_pointer, ctypes.POINTER(cupti.LaunchKernelExParams)).contents
         c = p.config.contents
@@ -200,6 +202,7 @@ class TraceSession:
         self._traced_ms: dict[tuple[int, int], list[float]] = {}
         self._replaying: int | None = None  # the thread making the session's own replays
         self._configs: dict[tuple[int, int], dict] = {}
+        self._sampling = stall_sampling.LaunchSampling(options.stall_period) if options.stalls else None
 
     # ------------------------------------------------------------ lifecycle
 
@@ -236,6 +239,8 @@ class TraceSession:
                     self._drain()
             finally:
                 self._stop_clock()
+                if self._sampling is not None:
+                    self._sampling.close()
 
     def _stop_clock(self) -> None:
         if self._clock is not None:
@@ -279,7 +284,11 @@ class TraceSession:
         """``instrumentation``: per traced kernel, what instrumenting changed
         (instrumentation_cost says the shape); ``autotune`` (autotune.AutotuneWatch.meta);
         ``overhead``: what tracing cost (overhead.py says the shape)."""
-        return {"instrumentation": dict(self._costs), **self._autotune.meta(), "overhead": self._overhead()}
+        out = {"instrumentation": dict(self._costs), **self._autotune.meta(), "overhead": self._overhead()}
+        stalls = self._sampling.meta() if self._sampling is not None else None
+        if stalls:
+            out["stalls"] = stalls
+        return out
 
     def _overhead(self) -> dict:
         if self._untimed_because:
@@ -319,7 +328,7 @@ class TraceSession:
             self._launched[name] += 1
             if not self.options.pattern.search(name):
                 return
-            view = _launch_view(cbid, data.functionParams)
+            view = launch_view(cbid, data.functionParams)
             context = data.context or 0
             limited = (not self.options.configs and self.options.max_launches is not None
                        and self._traced >= self.options.max_launches)
@@ -334,6 +343,8 @@ class TraceSession:
                 self._note("graph_capture", name, f"{name}: launched during CUDA graph capture; "
                            "not traced (it runs unmodified in the graph)")
                 return
+            if self._sampling is not None:  # before the copy loads: CUPTI samples modules it saw load
+                self._sampling.prepare(context)
             kernel = self._instrumented(context, view.function, name)
             if kernel is None:
                 return
@@ -361,6 +372,8 @@ class TraceSession:
             self._pending_bytes += launch.nbytes
             self._by_correlation[data.correlationId] = launch
             self._traced += 1
+            if self._sampling is not None:
+                launch.sampled = self._begin_sampling(launch, kernel)
 
     def _after_launch(self, cbid: int, data: cupti.CallbackData) -> None:
         if self._replaying == threading.get_ident():
@@ -370,6 +383,8 @@ class TraceSession:
             launch = self._by_correlation.pop(data.correlationId, None)
             if launch is None:
                 return
+            if launch.sampled:
+                launch.stall_samples = self._sampling.end(launch.context)
             status = ctypes.cast(data.functionReturnValue, ctypes.POINTER(ctypes.c_int)).contents.value
             if status != 0:
                 launch.failed = f"the instrumented launch returned CUDA error {status}"
@@ -377,6 +392,18 @@ class TraceSession:
                 self._replay(cbid, data, launch)
             launch.keep_alive.clear()
             launch.host_seconds += time.perf_counter() - began
+
+    def _begin_sampling(self, launch: PendingLaunch, kernel: InstrumentedKernel) -> bool:
+        """Bracket a traced launch with PC sampling: only a kernel whose copy maps its PCs to
+        scopes (the sass tier's); where CUPTI will not sample, one note and the trace goes on."""
+        if "pc_owners" not in kernel.extra:
+            self._note("stalls_not_sampled", launch.kernel, f"{launch.kernel}: traced on the ptx tier, whose rebuilt "
+                       "code does not map back to the kernel's instructions; its stall reasons were not sampled")
+            return False
+        if self._sampling.begin(launch.context):
+            return True
+        self._note("stalls_unavailable", "*", f"{self._sampling.refused}; the trace went on without stall reasons")
+        return False
 
     def _time_untraced(self, key: tuple[int, int], correlation: int) -> None:
         """Keep an untraced matching launch's correlation id: its kernel time, beside the traced
@@ -390,7 +417,7 @@ class TraceSession:
         """Launch the original kernel ``baseline`` times more, untraced, with the traced
         launch's own arguments and launch configuration: the kernels of its name that run next
         (queued right after it, on its stream)."""
-        view = _launch_view(cbid, data.functionParams)
+        view = launch_view(cbid, data.functionParams)
         self._replays[launch.key] = (launch.correlation, launch.kernel)
         if self._clock is not None:
             self._clock.watch_name(launch.kernel)
@@ -501,6 +528,9 @@ class TraceSession:
                         else:
                             collected = self.collect(launch)
                             collected.info["config"] = self._configs[launch.key]
+                            if launch.stall_samples is not None:
+                                self._sampling.add(launch.kernel, launch.context, launch.stall_samples,
+                                                   self._ready[launch.key].extra["pc_owners"])
                             kernel_ms = self._kernel_ms(launch.correlation)
                             if kernel_ms is not None:
                                 collected.info["kernel_ms"] = kernel_ms

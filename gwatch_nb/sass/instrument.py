@@ -47,6 +47,8 @@ class InstrumentedCubin:
     left_out: list[dict]           # scope pairs not read, and why (no registers, no sound place, no code)
     open_at_exit: dict[int, int]   # scopes a path may leave open at an EXIT (the first such EXIT): they end there
     start_depths: dict[int, list[int]]  # marker scope -> the loop depth of each of its start readings
+    inserted: dict[int, int]       # instruction index -> instructions the probes placed before it
+    auto_sites: dict               # automatic scope id -> its waits.AutoSite
 
 
 def instrument(cubin: bytes, kernel: str, markers: list, scopes: frozenset | None = None,
@@ -73,7 +75,7 @@ def instrument(cubin: bytes, kernel: str, markers: list, scopes: frozenset | Non
                                  index=site.index, instruction=site.instruction, block=site.block, loop=site.loop,
                                  span=site.span, own=site.own, other_scopes=site.other_scopes,
                                  unscoped=site.unscoped, inferred=site.inferred))
-    names = {}
+    names, auto_sites = {}, {}
     if auto:
         # The kernel's own site is read only where it would be the only one: elsewhere every warp's
         # entry and exit, in its header, already give it.
@@ -83,6 +85,7 @@ def instrument(cubin: bytes, kernel: str, markers: list, scopes: frozenset | Non
                                      {AUTO_SCOPE_BASE + k: f.instruction for k, f in enumerate(found_sites)})
         for k, found in enumerate(found_sites):
             scope = AUTO_SCOPE_BASE + k
+            auto_sites[scope] = found
             common = dict(scope=scope, origin=found.kind, line=found.line, instruction=found.instruction,
                           loop=found.loop, span=None, own=None, other_scopes=None, unscoped=None, inferred=None)
             rows.append(dict(common, kind="start", pair=0, index=found.start, block=cfg.block_of[found.start]))
@@ -149,7 +152,8 @@ def instrument(cubin: bytes, kernel: str, markers: list, scopes: frozenset | Non
         dict(instructions=len(instructions), inserted=plan.inserted, readings=len(rows),
              state_registers=[f"UR{n}" for n in plan.state], registers=[registers, raised or registers]),
         dict(decode=decoded_at - began, analyse=analysed - decoded_at, rewrite=done - analysed), left_out,
-        proof.open_at_exit, _start_depths(cfg, rows))
+        proof.open_at_exit, _start_depths(cfg, rows), {i: len(items) for i, items in plan.insertions.items()},
+        {scope: site for scope, site in auto_sites.items() if scope in {r["scope"] for r in rows}})
 
 
 def _start_depths(cfg: ControlFlowGraph, rows: list[dict]) -> dict[int, list[int]]:

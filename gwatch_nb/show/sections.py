@@ -25,10 +25,16 @@ class ShowSection:
     format: Callable[[object, text.Style, int], list[str]]
     default: bool = True
     metavar: str | None = None      # the flag takes a value (a scope name), repeatable
-    sites_only: bool = False        # a default section only on traces of a tier that reads sites
+    # A default section only on the traces this picks, and how the help says which: (words, test).
+    only_on: tuple[str, Callable[[Trace], bool]] | None = None
 
     def shown_by_default(self, trace: Trace) -> bool:
-        return self.default and (not self.sites_only or tiers.of(trace).has_sites)
+        return self.default and (self.only_on is None or self.only_on[1](trace))
+
+
+_SITE_TIERS = ("on " + "/".join(t.name for t in tiers.TIERS.values() if t.has_sites) + "-tier traces",
+               lambda trace: tiers.of(trace).has_sites)
+_SAMPLED = ("on traces with stall samples", lambda trace: bool(trace.meta.get("stalls")))
 
 
 SECTIONS = (
@@ -50,7 +56,11 @@ SECTIONS = (
                 "per scope, where its clock readings landed in the compiled kernel and how much of other "
                 "scopes' code ptxas interleaved with it (sass tier; shown there by default); "
                 + site_rows.SHARPNESS_RULE,
-                summaries.sites, text.sites, sites_only=True),
+                summaries.sites, text.sites, only_on=_SITE_TIERS),
+    ShowSection("stalls", ("--stalls",),
+                "per scope, why its warps stalled: the PC samples of each stall reason and their share "
+                "(traces made with stalls=True; shown there by default)",
+                summaries.stalls, text.stalls, only_on=_SAMPLED),
 )
 #: The sections shown when none is asked for (those of one tier only on that tier's traces).
 VIEWS = tuple(s.name for s in SECTIONS if s.default)

@@ -1,6 +1,7 @@
 """The sections of ``gwatch show`` other than the text timeline, as plain data (times in
 ns): header, per-scope statistics, pipeline, concurrency, outliers, the longest instance
-of a scope, the longest bubble and where the sass tier's readings landed. Each is computed
+of a scope, the longest bubble, where the sass tier's readings landed and why the warps
+stalled. Each is computed
 over whole columns (pandas/numpy)."""
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import pandas as pd
 
 from .. import analysis, site_rows
 from ..notes import notes
+from ..stall_reasons import by_scope
 from ..trace import WARP_KEY
 from .context import Context
 from .selection import Selection, SelectionError
@@ -154,6 +156,28 @@ def sites(c: Context) -> dict:
         kernel = str(trace.launches["kernel"].iloc[c.selection.launch])
         rows = [r for r in rows if r["kernel"] == kernel]
     return {"tier": trace.meta["tier"], "rule": site_rows.SHARPNESS_RULE, "scopes": site_rows.by_scope(rows)}
+
+
+def stalls(c: Context) -> dict:
+    """Per scope of the selection (and of the chosen launch's kernel), its PC samples and the
+    share of each stall reason (stall_reasons.py); the sampling period and CUPTI's counts."""
+    trace = c.trace
+    table = trace.stalls
+    if c.selection.scopes:
+        ids = set(c.selection.scope_ids(trace))
+        table = table[table["scope"].isin(ids) | (table["scope"] < 0)]
+    if c.selection.launch is not None:
+        table = table[table["kernel"] == str(trace.launches["kernel"].iloc[c.selection.launch])]
+    sampled = trace.meta.get("stalls") or {}
+    scopes = []
+    for row in by_scope(table).itertuples():
+        reasons = table[(table["kernel"] == row.kernel) & (table["scope"] == row.scope)]
+        scopes.append({"kernel": row.kernel, "scope": row.name, "scope_id": int(row.scope), "samples": int(row.samples),
+                       "reasons": [{"reason": r.reason, "samples": int(r.samples), "share": float(r.share),
+                                    "not_issued": int(r.not_issued)}
+                                   for r in reasons.sort_values("samples", ascending=False).itertuples()]})
+    return {"sampled": bool(sampled), "period": sampled.get("period"), "chosen": sampled.get("chosen"),
+            "kernels": sampled.get("kernels", {}), "scopes": scopes}
 
 
 def plain(value):

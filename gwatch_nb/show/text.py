@@ -244,6 +244,34 @@ def sites(s: dict, style: Style, width: int) -> list[str]:
     return lines
 
 
+#: Reasons shown per scope; the rest are summed into "other".
+STALL_REASONS_SHOWN = 4
+
+
+def stalls(s: dict, style: Style, width: int) -> list[str]:
+    if not s["sampled"]:
+        return ["STALLS: none sampled (trace with stalls=True on the sass tier, or gwatch_nb.stalls(fn, pattern) "
+                "for the untraced kernel)"]
+    kernels = s["kernels"]
+    counted = ", ".join(f"{name}: {k['samples']:,} samples of {k['launches']} launch(es)"
+                        + (f", {k['dropped']:,} dropped" if k["dropped"] else "") for name, k in kernels.items())
+    lines = [f"STALLS (per scope, why its warps were not issuing: PC samples every 2^{s['period']} cycles per SM, "
+             f"{s['chosen']})"]
+    lines += ["  " + part for part in _split(counted, width - 2)]
+    if not s["scopes"]:
+        return lines + ["  no samples of the selected scopes"]
+    several_kernels = len({scope["kernel"] for scope in s["scopes"]}) > 1
+    rows = []
+    for scope in s["scopes"]:
+        shown = scope["reasons"][:STALL_REASONS_SHOWN]
+        rest = sum(r["share"] for r in scope["reasons"][STALL_REASONS_SHOWN:])
+        label = (f"{scope['kernel']}{style.dot}" if several_kernels else "") + scope["scope"]
+        rows.append([label, f"{scope['samples']:,}",
+                     ", ".join(f"{r['reason']} {r['share']:.0%}" for r in shown) + (f", other {rest:.0%}" if rest >= 0.005
+                                                                                   else "")])
+    return lines + _table(["scope", "samples", "top reasons (share of the scope's samples)"], rows, left=1)
+
+
 def _dash(value) -> str:
     return "-" if value is None else str(value)
 

@@ -1,9 +1,10 @@
-// The details panel under the timeline: for the selected instance of a sass-tier trace, the
+// The details panel under the timeline, for the selected instance: on a sass-tier trace the
 // readings of its scope (where each landed in the compiled kernel, how much of other scopes'
 // code its pair spans, one word for the boundary's sharpness), as gwatch_nb/site_rows.py
-// wrote them. Traces of other tiers have no readings and show no panel.
+// wrote them; on a trace made with stalls=True, why its scope's warps stalled (the share of
+// each reason in its PC samples, gwatch_nb/stall_reasons.py). With neither, no panel.
 
-import type { SiteRow } from "./payload";
+import type { SiteRow, StallRow } from "./payload";
 
 /** Header, its help, and the cell of a reading under it (null where the column does not apply). */
 const COLUMNS: [string, string, (r: SiteRow) => string | number | null][] = [
@@ -37,11 +38,53 @@ function cell(tag: "th" | "td", text: string, parent: HTMLElement, column: strin
   parent.appendChild(node);
 }
 
-/** Fills `panel` with the table of `rows` (hides it when there are none). */
-export function showSites(panel: HTMLElement, scope: string, rows: SiteRow[], rule: string): void {
+/** The stall reasons of one scope in one kernel, most samples first. */
+export function stallsOf(stalls: StallRow[], kernel: string, scope: string): StallRow[] {
+  return stalls.filter((s) => s.kernel === kernel && s.scope === scope).sort((a, b) => b.samples - a.samples);
+}
+
+/** Fills `panel` with the scope's readings and its stall reasons (hides it when there are neither). */
+export function showDetails(panel: HTMLElement, scope: string, sites: SiteRow[], rule: string, stalls: StallRow[],
+                            period: number): void {
   panel.replaceChildren();
-  panel.hidden = rows.length === 0;
-  if (!rows.length) return;
+  panel.hidden = sites.length === 0 && stalls.length === 0;
+  if (sites.length) showSites(panel, scope, sites, rule);
+  if (stalls.length) showStalls(panel, scope, stalls, period);
+}
+
+/** Reasons named beside the bar; the bar itself shows them all. */
+const REASONS_NAMED = 5;
+
+function showStalls(panel: HTMLElement, scope: string, rows: StallRow[], period: number): void {
+  const samples = rows.reduce((sum, r) => sum + r.samples, 0);
+  const title = document.createElement("div");
+  title.className = "gw-details-title";
+  title.textContent = `${scope}: why its warps stalled (${samples.toLocaleString("en-US")} PC samples, one per SM every 2^${period} cycles)`;
+  panel.appendChild(title);
+  const bar = document.createElement("div");
+  bar.className = "gw-stall-bar";
+  for (const r of rows) {
+    const part = document.createElement("span");
+    part.style.width = `${100 * r.share}%`;
+    part.style.background = r.colour;
+    part.title = `${r.reason}: ${(100 * r.share).toFixed(1)}% (${r.samples.toLocaleString("en-US")} samples)`;
+    part.dataset.reason = r.reason;
+    bar.appendChild(part);
+  }
+  panel.appendChild(bar);
+  const legend = document.createElement("div");
+  legend.className = "gw-stall-legend";
+  for (const r of rows.slice(0, REASONS_NAMED)) {
+    const item = document.createElement("span");
+    const swatch = document.createElement("i");
+    swatch.style.background = r.colour;
+    item.append(swatch, `${r.reason} ${Math.round(100 * r.share)}%`);
+    legend.appendChild(item);
+  }
+  panel.appendChild(legend);
+}
+
+function showSites(panel: HTMLElement, scope: string, rows: SiteRow[], rule: string): void {
   const title = document.createElement("div");
   title.className = "gw-details-title";
   title.textContent = `${scope}: where its readings landed in the compiled kernel`;

@@ -60,6 +60,18 @@ export interface Payload {
   instances: Record<InstanceColumn, BinaryArray>;
   /** Sass tier only: every reading, and the rule its sharpness word follows. */
   sites?: { rule: string; rows: SiteRow[] };
+  /** Traces made with stalls=True: each scope's stall reasons (trace.stalls' rows). */
+  stalls?: { period: number; rows: StallRow[] };
+}
+
+/** One kernel, scope and stall reason: its PC samples and share of the scope's samples. */
+export interface StallRow {
+  kernel: string;
+  scope: string;
+  reason: string;
+  samples: number;
+  share: number;
+  colour: string;
 }
 
 type WarpColumn = "launch" | "sm" | "block_x" | "block_y" | "block_z" | "warp" | "start_ns" | "end_ns" | "first";
@@ -102,6 +114,9 @@ export interface TimelineData {
   /** The sass tier's readings (empty on other tiers) and their sharpness rule. */
   sites: SiteRow[];
   sitesRule: string;
+  /** Each scope's stall reasons (empty where none were sampled), and the sampling period's exponent. */
+  stalls: StallRow[];
+  stallPeriod: number;
 }
 
 const CONSTRUCTORS: Record<string, { new (buffer: ArrayBuffer, offset: number, length: number): NumericArray; BYTES_PER_ELEMENT: number }> = {
@@ -151,5 +166,6 @@ export function decodePayload(payload: Payload): TimelineData {
     scopeNames: payload.scopes.names, scopeColors: payload.scopes.colors, warnings: payload.warnings,
     notes: payload.notes ?? [], warps, instances,
     sites: payload.sites?.rows ?? [], sitesRule: payload.sites?.rule ?? "",
+    stalls: payload.stalls?.rows ?? [], stallPeriod: payload.stalls?.period ?? 0,
   };
 }

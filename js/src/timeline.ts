@@ -2,7 +2,7 @@
 
 import { buildLanes, layoutRows, rowAt, shownNode, ROW_PADDING, TRACK_HEIGHT, type LaneNode, type Lanes, type Row } from "./lanes";
 import { firstStartingAt } from "./lod";
-import { showSites, sitesOf } from "./details";
+import { showDetails, sitesOf, stallsOf } from "./details";
 import { onThemeChange, readTheme } from "./charttheme";
 import { element, fitCanvas } from "./dom";
 import { bindWheel, pointAt, Press } from "./input";
@@ -250,7 +250,9 @@ export class Timeline {
     this.selection.textContent = this.selected >= 0 ? `selected: ${this.describeShort(this.selected)}` : "";
     const d = this.selected >= 0 ? this.describe(this.selected) : null;
     const scope = d ? String(d.scope) : "";
-    showSites(this.details, scope, d ? sitesOf(this.data.sites, String(d.kernel), scope) : [], this.data.sitesRule);
+    const kernel = d ? String(d.kernel) : "";
+    showDetails(this.details, scope, d ? sitesOf(this.data.sites, kernel, scope) : [], this.data.sitesRule,
+                d ? stallsOf(this.data.stalls, kernel, scope) : [], this.data.stallPeriod);
     this.requestDraw();
   }
 
