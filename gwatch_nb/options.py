@@ -40,8 +40,8 @@ def _max_launches(launches) -> int | None:
 
 
 #: Why stall sampling beside a trace needs the sass tier (options and api.start say it).
-STALLS_NEED_SASS = ("stalls=True needs instrumentation_tier='sass' (samples are charged to the instructions of the "
-                    "kernel as compiled, which only that tier keeps; gwatch_nb.stalls samples any GPU untraced)")
+STALLS_NEED_SASS = ("needs instrumentation_tier='sass' (samples are charged to the instructions of the kernel as "
+                    "compiled, which only that tier keeps; gwatch_nb.stalls samples the untraced kernel on any GPU)")
 
 
 def check_stalls(stalls, period) -> None:

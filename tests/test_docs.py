@@ -40,7 +40,8 @@ def test_each_log_is_indexed_with_the_commit_that_added_it():
 
 
 @pytest.mark.parametrize("doc", ["docs/DEVELOPING.md", "docs/PERFORMANCE.md", "docs/design/overhead-history.md", "README.md",
-                                 "docs/FORMAT.md", "docs/sass/README.md", "docs/sass/sites.md", "docs/sass/probes.md"])
+                                 "docs/FORMAT.md", "docs/sass/README.md", "docs/sass/sites.md", "docs/sass/probes.md",
+                                 "docs/stalls.md"])
 def test_the_paths_a_document_names_exist(doc):
     text = _read(*doc.split("/"))
     named = set(re.findall(r"`((?:bench|docs|js|tests|gwatch_nb|native|examples)/[\w./-]*[\w/])`", text))

@@ -109,6 +109,17 @@ def test_the_magic_on_the_sass_tier_without_a_gpu_says_so_before_the_cell_runs(s
     assert "ran" not in shell.user_ns
 
 
+@pytest.mark.parametrize("flags, starts", [("-t ptx --stalls", "--stalls needs instrumentation_tier='sass'"),
+                                           ("-t sass --stalls --stall-period 3", "--stall-period 3 must be N"),
+                                           ("-t sass --stall-period 8", "--stall-period 8 applies only with")])
+def test_the_magic_refuses_a_bad_stall_option_before_the_cell_runs(shell, flags, starts):
+    shell.user_ns.pop("ran", None)
+    with pytest.raises(_usage_error()) as caught:
+        shell.run_cell_magic("gwatch", f"-k attn {flags}", "ran = True")
+    assert str(caught.value).startswith(starts) and "\n" not in str(caught.value)
+    assert "ran" not in shell.user_ns
+
+
 # ---------------------------------------------------------------- the H200's traces
 
 #: The automatic sites' kinds (waits.py); the kernel's own site takes no readings.

@@ -162,9 +162,9 @@ def test_the_section_list_drives_the_flags_and_the_output(fixture_path, capsys):
     path = fixture_path("matmul_h200.json")
     assert main(["show", path, "--json"]) == 0
     (run,) = json.loads(capsys.readouterr().out)["runs"]
-    # A ptx trace: every default section but those of the sass tier.
+    # A ptx trace: every default section but those of the sass tier and of stall samples.
     assert [k for k in run if k not in ("section", "section_title", "run", "header")] == \
-        [s.name for s in SECTIONS if s.default and not s.sites_only]
+        [s.name for s in SECTIONS if s.default and s.only_on is None]
     assert main(["show", path, "--bubbles", "--json"]) == 0
     (run,) = json.loads(capsys.readouterr().out)["runs"]
     assert "pipeline" in run and "stats" not in run

@@ -12,6 +12,7 @@ from compile_kernels import _compile  # noqa: E402
 from corpus_kernels import bottlenecks  # noqa: E402
 from gwatch_nb import load  # noqa: E402
 from gwatch_nb.sass import markers  # noqa: E402
+from gwatch_nb.sass.cfg import ControlFlowGraph  # noqa: E402
 from gwatch_nb.sass.cubin import INSTRUCTION_BYTES  # noqa: E402
 from gwatch_nb.sass.instrument import instrument  # noqa: E402
 from gwatch_nb.sass.rewrite import decoded  # noqa: E402
@@ -179,3 +180,27 @@ def test_the_notes_say_how_stalls_were_sampled(dot_trace):
     kernel = dot_trace.meta["stalls"]["kernels"]["dot_loop"]
     assert f"stalls: {kernel['samples']:,} PC samples of 1 launch(es), every 2^11 cycles per SM " \
            "(CUPTI's default for this GPU)" in notes(dot_trace)
+
+
+def test_automatic_scopes_own_their_loops_and_waits_where_no_marker_scope_does(barrier_kernel):
+    cubin, name = barrier_kernel.asm["cubin"], barrier_kernel.metadata.name
+    found = markers.from_source(bottlenecks.barrier_loop)
+    auto = instrument(cubin, name, [], auto=True).auto_sites
+    kinds = {site.kind for site in auto.values()}
+    assert {"loop", "barrier"} <= kinds
+    instructions = decoded(cubin)[name]
+    cfg = ControlFlowGraph(instructions, name)
+    alone = instruction_scopes(cubin, name, [], auto_sites=auto)
+    beside = instruction_scopes(cubin, name, found, auto_sites=auto)
+    seen = set()
+    for instruction, owner, with_markers in zip(instructions, alone, beside):
+        kind = auto[owner].kind if owner in auto else None
+        in_loop = cfg.loop_of[cfg.block_of[instruction.index]] is not None
+        if instruction.base == "BAR":  # each wait its own scope, inside its loop's; a marker scope owns it first
+            assert (kind, with_markers) == ("barrier", 3)
+        elif instruction.base == "FFMA":  # the loop's, where ptxas left it in a loop (it peeled some out)
+            assert (kind if in_loop else owner, with_markers) == ("loop" if in_loop else OUTSIDE, 2)
+        elif instruction.base in ("LDG", "EXIT"):
+            assert owner == with_markers == OUTSIDE
+        seen.add((instruction.base, in_loop))
+    assert {("FFMA", True), ("FFMA", False), ("BAR", True)} <= seen

@@ -18,15 +18,12 @@ from ..stall_reasons import STALL_REASON_PREFIX
 from . import cupti, driver
 
 #: CUpti_PCSamplingConfigurationAttributeType
-_SAMPLING_PERIOD, _STALL_REASON, _SCRATCH_BUFFER, _HARDWARE_BUFFER = 1, 2, 3, 4
+_SAMPLING_PERIOD, _STALL_REASON = 1, 2
 _COLLECTION_MODE, _START_STOP_CONTROL, _OUTPUT_FORMAT, _DATA_BUFFER = 5, 6, 7, 8
 _CONTINUOUS, _PARSED = 1, 1
 _REASON_NAME_BYTES = 128  # CUPTI_STALL_REASON_STRING_SIZE
 #: PCs read back per call; a range with more is read in several calls.
 PCS_PER_READ = 4096
-#: Bytes of the GPU's buffer of raw samples (CUPTI's default, 512 MiB, is more than a launch
-#: bracketed alone fills at the default period; what overflows it is counted as dropped).
-HARDWARE_BUFFER_BYTES = 128 << 20
 #: Periods CUPTI accepts: 2^5 to 2^31 cycles between the samples of one SM.
 PERIODS = range(5, 32)
 
@@ -115,7 +112,6 @@ class Range:
     total: int
     dropped: int
     outside_user_kernels: int
-    buffer_full: bool
 
 
 class Sampler:
@@ -134,9 +130,13 @@ class Sampler:
         self.context = context
         self._lib = _library()
         self._check(self._lib.cuptiPCSamplingEnable(ctypes.byref(self._context_params())), "cuptiPCSamplingEnable")
-        self.reasons = self._reason_names()
-        self._configure()
-        self.default_period = self.period = self._period_in_force()
+        try:
+            self.reasons = self._reason_names()
+            self._configure()
+            self.default_period = self.period = self._period_in_force()
+        except BaseException:  # never left enabled: that would keep the kernel clock and other profilers out
+            self.close()
+            raise
 
     def close(self) -> None:
         self._lib.cuptiPCSamplingDisable(ctypes.byref(self._context_params()))
@@ -201,9 +201,9 @@ class Sampler:
                                                    ctypes.POINTER(StallReason))
         self._data = SamplingData(size=ctypes.sizeof(SamplingData), collectNumPcs=PCS_PER_READ,
                                   pPcData=ctypes.cast(self._pcs, ctypes.POINTER(PCData)))
+        # The hardware buffer keeps CUPTI's default (512 MiB): what overflows it is counted as dropped.
         self._set([(_STALL_REASON, None), (_START_STOP_CONTROL, 1), (_COLLECTION_MODE, _CONTINUOUS),
-                   (_OUTPUT_FORMAT, _PARSED), (_HARDWARE_BUFFER, HARDWARE_BUFFER_BYTES),
-                   (_DATA_BUFFER, ctypes.addressof(self._data))])
+                   (_OUTPUT_FORMAT, _PARSED), (_DATA_BUFFER, ctypes.addressof(self._data))])
 
     def _set(self, settings: list[tuple[int, int | None]]) -> None:
         infos = (ConfigurationInfo * len(settings))()
@@ -212,8 +212,8 @@ class Sampler:
             if kind == _STALL_REASON:
                 info.data.words[0] = len(self.reasons)
                 info.data.words[1] = ctypes.addressof(self._reason_indices)
-            elif kind in (_DATA_BUFFER, _HARDWARE_BUFFER):
-                info.data.pointer = value  # a pointer or a size_t: one 64-bit word
+            elif kind == _DATA_BUFFER:
+                info.data.pointer = value
             else:
                 info.data.u32 = value
         params = _ConfigurationParams(ctypes.sizeof(_ConfigurationParams), None, self.context, len(settings),
@@ -243,7 +243,6 @@ class _Taken:
     def __init__(self):
         self.samples: dict[tuple[str, int, int], int] = {}
         self.total = self.dropped = self.outside = 0
-        self.full = False
 
     def add(self, data: SamplingData) -> None:
         for k in range(data.totalNumPcs):
@@ -257,12 +256,11 @@ class _Taken:
         self.total += data.totalSamples
         self.dropped += data.droppedSamples
         self.outside += data.nonUsrKernelsTotalSamples
-        self.full |= bool(data.hardwareBufferFull)
         data.totalNumPcs = data.remainingNumPcs = data.totalSamples = 0
         data.droppedSamples = data.nonUsrKernelsTotalSamples = data.hardwareBufferFull = 0
 
     def range(self) -> Range:
-        return Range(self.samples, int(self.total), int(self.dropped), int(self.outside), self.full)
+        return Range(self.samples, int(self.total), int(self.dropped), int(self.outside))
 
 
 def _result(code: int) -> str:

@@ -3,8 +3,8 @@
 A marker scope owns the instructions whose source line lies between its markers, found as
 the sass tier's placement finds them (sites.home_chains, sites.innermost_scopes): the
 innermost scope holding an instruction owns it. An automatic loop scope owns its loop's
-blocks where no marker scope claims them; a wait scope, its wait instruction and the retry
-loop around it. In a kernel the sass tier rewrote, the probes' instructions are their own
+blocks where no marker scope claims them; a wait scope, its wait instruction (an mbarrier
+wait, the retry loop it spins in), inside its loop's. In a kernel the sass tier rewrote, the probes' instructions are their own
 scope (stall_reasons.PROBES): `original_indices` gives each rewritten instruction the original it was."""
 from __future__ import annotations
 
@@ -43,16 +43,16 @@ def instruction_scopes(cubin: bytes, kernel: str, markers: list[Marker], callsit
 
 
 def _claimed(cfg: ControlFlowGraph, site: AutoSite) -> list[int]:
-    """The instructions an automatic scope owns: a loop's blocks; a wait and its retry loop."""
+    """The instructions an automatic scope owns: a loop's blocks; a wait its instruction, and
+    an mbarrier wait the retry loop it spins in (a loop of its one block)."""
     if site.kind == "kernel":
         return []
-    if site.kind == "loop":
-        loop = cfg.loops[cfg.loop_of[cfg.block_of[site.instruction]]]
-        return [i for b in loop.blocks for i in range(cfg.blocks[b].start, cfg.blocks[b].end)]
     block = cfg.block_of[site.instruction]
     loop = cfg.loop_of[block]
-    if loop is not None and cfg.loops[loop].header == block and len(cfg.loops[loop].blocks) == 1:
-        return list(range(cfg.blocks[block].start, cfg.blocks[block].end))  # a wait's retry loop
+    if site.kind == "loop":
+        return [i for b in cfg.loops[loop].blocks for i in range(cfg.blocks[b].start, cfg.blocks[b].end)]
+    if site.kind == "mbarrier" and loop is not None and cfg.loops[loop].blocks == {block}:
+        return list(range(cfg.blocks[block].start, cfg.blocks[block].end))
     return [site.instruction]
 
 
