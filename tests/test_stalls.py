@@ -204,3 +204,17 @@ def test_automatic_scopes_own_their_loops_and_waits_where_no_marker_scope_does(b
             assert owner == with_markers == OUTSIDE
         seen.add((instruction.base, in_loop))
     assert {("FFMA", True), ("FFMA", False), ("BAR", True)} <= seen
+
+
+def test_stalls_without_a_gpu_say_so_in_one_line_before_fn_runs():
+    from gwatch_nb import NoGPUError, stalls
+    from gwatch_nb.cuda import driver
+    try:
+        driver.init()
+        pytest.skip("checks a machine without a GPU")
+    except NoGPUError:
+        pass
+    ran = []
+    with pytest.raises(NoGPUError) as error:
+        stalls(lambda: ran.append(1), "k")
+    assert not ran and "\n" not in str(error.value)

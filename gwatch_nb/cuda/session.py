@@ -283,7 +283,8 @@ class TraceSession:
     def meta(self) -> dict:
         """``instrumentation``: per traced kernel, what instrumenting changed
         (instrumentation_cost says the shape); ``autotune`` (autotune.AutotuneWatch.meta);
-        ``overhead``: what tracing cost (overhead.py says the shape)."""
+        ``overhead``: what tracing cost (overhead.py says the shape); with stalls=True,
+        ``stalls``: the sampled launches' stall reasons per scope (stall_reasons.py)."""
         out = {"instrumentation": dict(self._costs), **self._autotune.meta(), "overhead": self._overhead()}
         stalls = self._sampling.meta() if self._sampling is not None else None
         if stalls:
