@@ -142,3 +142,9 @@ def test_the_files_the_notebook_writes_are_ignored_by_git():
     for name in sorted(written):
         checked = subprocess.run(["git", "check-ignore", "-q", f"notebooks/{name}"], cwd=ROOT)
         assert checked.returncode == 0, f"notebooks/{name} (written by running the notebook) is not in .gitignore"
+
+
+def test_the_stall_cell_says_where_stall_reasons_come_from(ran):
+    notebook, _ = ran
+    said = _text(_cell(notebook, "gwatch_nb.stalls("))
+    assert said == "stall reasons come from the GPU's PC sampler, on the sass tier; this trace is interpreter"
