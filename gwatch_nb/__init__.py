@@ -11,7 +11,8 @@ from .trace import Trace, TraceWarning
 _LAZY = {"compare": ".comparison", "load_many": ".dataset", "query": ".dataset"}
 
 __all__ = [
-    "__version__", "do_trace", "stalls", "load", "load_report", "compare", "load_many", "query", "Trace", "TraceWarning",
+    "__version__", "do_trace", "stalls", "load", "load_report", "compare", "load_many", "query", "Trace",
+    "TraceWarning",
     "GwatchError", "GwatchWarning", "NoGPUError", "CuptiUnavailableError", "CuptiBusyError", "NoMatchingKernelError",
     "TraceFailedError", "ArchiveError", "OptionError", "UnsupportedGpuError", "UnsupportedTritonError",
 ]

@@ -136,17 +136,12 @@ def stalls(fn: Callable[[], object], kernel_name_pattern: str, scope_name_map: M
     launches, the samples kept and CUPTI's total and dropped counts. Raises
     NoMatchingKernelError when nothing matched and CuptiUnavailableError where the GPU or
     driver does not allow PC sampling."""
-    import re
-
     from .cuda.stall_session import StallSession
-    from .options import check_stalls
+    from .options import check_stalls, kernel_pattern
     from .stall_reasons import frame
     check_stalls(True, period)
     warmup, rep = _runs("warmup", warmup, 0), _runs("rep", rep, 1)
-    try:
-        pattern = re.compile(kernel_name_pattern)
-    except (re.error, TypeError) as error:
-        raise OptionError("kernel_name_pattern", kernel_name_pattern, f"is not a regular expression ({error})") from None
+    pattern = kernel_pattern(kernel_name_pattern)
     for _ in range(warmup):
         fn()
     session = StallSession(pattern, period)
@@ -157,6 +152,9 @@ def stalls(fn: Callable[[], object], kernel_name_pattern: str, scope_name_map: M
     finally:
         session.stop()
     meta = session.samples()
+    if meta is None:
+        raise NoMatchingKernelError(f"no launched kernel matched {pattern.pattern!r}; "
+                                    f"{_describe_launched(session.launched)}")
     names = {int(k): str(v) for k, v in (scope_name_map or {}).items()}
     table = frame(meta, lambda scope: names.get(scope, str(scope)))
     table.attrs["stalls"] = {k: v for k, v in meta.items() if k != "rows"}
@@ -169,7 +167,8 @@ def start(options: TraceOptions) -> tiers.TracingSession:
     tier = tiers.resolve(options.tier)
     if options.auto and not tiers.TIERS[tier].has_sites:
         raise OptionError("auto", True, f"needs instrumentation_tier='sass', which this machine cannot trace on "
-                                        f"(instrumentation_tier='auto' chose {tier!r}: the sass tier needs an sm_90 GPU)")
+                                        f"(instrumentation_tier='auto' chose {tier!r}: the sass tier needs an sm_90 "
+                                        "GPU)")
     if options.stalls and not tiers.TIERS[tier].has_sites:
         raise OptionError("stalls", True, f"{STALLS_NEED_SASS}; instrumentation_tier='auto' chose {tier!r}")
     # "auto" on an sm_90 GPU: the sass tier, and per kernel the ptx tier where the sass tier cannot trace it soundly.

@@ -18,7 +18,7 @@ from .charts import all_charts, duration_unit
 from .notes import notes
 from .outputs import atomic_write
 from .serializers import embedded_state, script_json, timeline_payload
-from .stall_reasons import by_scope
+from .stall_reasons import per_scope
 from .trace import Trace
 from .units import format_scaled
 
@@ -106,15 +106,13 @@ def _stalls_table(trace: Trace) -> str:
     --stalls`` prints); "" where the trace sampled none."""
     if not trace.meta.get("stalls"):
         return ""
-    table = trace.stalls
-    several_kernels = table["kernel"].nunique() > 1
+    scopes = per_scope(trace.stalls)
+    several_kernels = len({scope["kernel"] for scope in scopes}) > 1
     rows = []
-    for scope in by_scope(table).itertuples():
-        reasons = table[(table["kernel"] == scope.kernel) & (table["scope"] == scope.scope)]
-        shares = ", ".join(f"{r.reason} {r.share:.0%}" for r in reasons.sort_values("samples", ascending=False)
-                           .itertuples() if r.share >= 0.01)
-        label = (f"{scope.kernel} · " if several_kernels else "") + str(scope.name)
-        rows.append("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in (label, f"{scope.samples:,}", shares))
+    for scope in scopes:
+        shares = ", ".join(f"{r['reason']} {r['share']:.0%}" for r in scope["reasons"] if r["share"] >= 0.01)
+        label = (f"{scope['kernel']} · " if several_kernels else "") + str(scope["scope"])
+        rows.append("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in (label, f"{scope['samples']:,}", shares))
                     + "</tr>")
     head = "".join(f"<th>{h}</th>" for h in ("scope", "samples", "stall reasons (share of the scope's samples)"))
     return ("<h4>Why each scope's warps stalled (PC samples)</h4>"

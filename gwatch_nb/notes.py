@@ -2,8 +2,9 @@
 
 The modules that own a ``Trace.meta`` entry word their own facts (instrumentation_cost.py
 what instrumenting changed, autotune.py what the autotuner did, overhead.py what tracing
-cost, stall_reasons.py how stalls were sampled); ``notes`` puts their lines in one order, and the widget, ``%%gwatch``, the HTML
-report and ``gwatch show`` each print ``notes(trace)`` and word none of them themselves.
+cost, stall_reasons.py how stalls were sampled); ``notes`` puts their lines in one order,
+and the widget, ``%%gwatch``, the HTML report and ``gwatch show`` each print
+``notes(trace)`` and word none of them themselves.
 A launch's config and the sass tier's sites are per launch and per reading: the views
 show them beside the launch and in their own table."""
 from __future__ import annotations

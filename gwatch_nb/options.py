@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from .errors import OptionError
+from .stall_reasons import PERIODS
 
 MIN_CAPACITY = 2
 
@@ -39,6 +40,14 @@ def _max_launches(launches) -> int | None:
     raise OptionError("launches", launches, "must be 'first', 'all' or a positive integer")
 
 
+def kernel_pattern(text) -> re.Pattern:
+    """``kernel_name_pattern`` compiled; OptionError where it is no regular expression."""
+    try:
+        return re.compile(text)
+    except (re.error, TypeError) as error:
+        raise OptionError("kernel_name_pattern", text, f"is not a regular expression ({error})") from None
+
+
 #: Why stall sampling beside a trace needs the sass tier (options and api.start say it).
 STALLS_NEED_SASS = ("needs instrumentation_tier='sass' (samples are charged to the instructions of the kernel as "
                     "compiled, which only that tier keeps; gwatch_nb.stalls samples the untraced kernel on any GPU)")
@@ -46,7 +55,6 @@ STALLS_NEED_SASS = ("needs instrumentation_tier='sass' (samples are charged to t
 
 def check_stalls(stalls, period) -> None:
     """OptionError for a bad ``stalls`` or ``stall_period`` (a period without stalls included)."""
-    from .cuda.pc_sampling import PERIODS
     if not isinstance(stalls, bool):
         raise OptionError("stalls", stalls, "must be True or False")
     if period is None:
@@ -74,7 +82,8 @@ class TraceOptions:
     kernel it cannot instrument soundly (or only with readings left out) is traced on the ptx
     tier instead, with a ``sass_fallback`` warning: what tier "auto" resolves to on an sm_90
     GPU. ``stalls``: on the sass tier, also sample each traced launch's warp stall reasons
-    (stall_reasons.py), every ``2^stall_period`` cycles (None: CUPTI's default for the GPU). ``on_instrument``: told a kernel's name before it is instrumented (the first time can
+    (stall_reasons.py), every ``2^stall_period`` cycles (None: CUPTI's default for the GPU).
+    ``on_instrument``: told a kernel's name before it is instrumented (the first time can
     take a second)."""
     kernel_name_pattern: str
     tier: str = "auto"
@@ -92,11 +101,7 @@ class TraceOptions:
     max_launches: int | None = field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
-        try:
-            pattern = re.compile(self.kernel_name_pattern)
-        except (re.error, TypeError) as error:
-            raise OptionError("kernel_name_pattern", self.kernel_name_pattern,
-                              f"is not a regular expression ({error})") from None
+        pattern = kernel_pattern(self.kernel_name_pattern)
         if self.tier not in tier_choices():
             raise OptionError("instrumentation_tier", self.tier,
                               f"is not supported; supported: {', '.join(tier_choices())}")

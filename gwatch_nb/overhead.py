@@ -6,8 +6,8 @@
 "untraced_ms": float, "traced_launches": int, "untraced_launches": int}``.
 Times are each kernel's own time on the GPU (ms), from its start to its end as CUPTI's
 activity records give them (cuda/activity.py: nothing the host does around a launch enters
-them), grouped by the launched kernel and its configuration (one compiled kernel); ``slowdown_pct`` is the median over traced
-launches of (traced time / its group's median untraced time) - 1; ``spread_pct`` is
+them), grouped by the launched kernel and its configuration (one compiled kernel);
+``slowdown_pct`` is the median over traced launches of (traced time / its group's median untraced time) - 1; ``spread_pct`` is
 the 25th to 75th percentile of every traced/untraced ratio of a group, so it widens
 with either side's noise. Nothing is ever estimated where nothing untraced ran."""
 from __future__ import annotations

@@ -24,6 +24,8 @@ ROW_COLUMNS = ("kernel", "scope", "reason", "samples", "not_issued")
 #: trace.stalls' columns.
 COLUMNS = ("kernel", "scope", "name", "reason", "samples", "share", "not_issued")
 PSEUDO_SCOPES = {OUTSIDE: "outside scopes", PROBES: "tracing probes"}
+#: Periods CUPTI accepts: 2^5 to 2^31 cycles between the samples of one SM.
+PERIODS = range(5, 32)
 #: The prefix of every stall reason's CUPTI name ("..._long_scoreboard", "..._barrier_not_issued").
 STALL_REASON_PREFIX = "smsp__pcsamp_warps_issue_stalled_"
 _NOT_ISSUED = "_not_issued"
@@ -101,6 +103,18 @@ def frame(stalls: dict | None, scope_name: Callable[[int], str]):
     per_scope = rows.groupby(["kernel", "scope"])["samples"].transform("sum")
     rows.insert(5, "share", (rows["samples"] / per_scope.where(per_scope > 0)).fillna(0.0))
     return rows[list(COLUMNS)]
+
+
+def per_scope(table) -> list[dict]:
+    """Per kernel and scope in by_scope's order: its `kernel`, `scope` (name), `scope_id`,
+    `samples`, and its `reasons` (reason, samples, share, not_issued), most samples first:
+    what ``gwatch show --stalls`` and the HTML report list."""
+    ranked = table.sort_values("samples", ascending=False, kind="stable")
+    reasons_of = dict(iter(ranked.groupby(["kernel", "scope"], sort=False)))
+    return [{"kernel": row.kernel, "scope": row.name, "scope_id": int(row.scope), "samples": int(row.samples),
+             "reasons": [{"reason": r.reason, "samples": int(r.samples), "share": float(r.share),
+                          "not_issued": int(r.not_issued)} for r in reasons_of[(row.kernel, row.scope)].itertuples()]}
+            for row in by_scope(table).itertuples()]
 
 
 def by_scope(table):

@@ -194,7 +194,7 @@ class Trace:
             sites.insert(3, "name", [self.scope_name(s) for s in sites["scope"]])
         return sites
 
-    @property
+    @functools.cached_property
     def stalls(self) -> "pd.DataFrame":
         """Why the warps stalled, per scope (traced with ``stalls=True``): one row per kernel,
         scope and reason, its PC samples, its share of the scope's samples, and how many of

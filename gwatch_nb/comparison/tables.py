@@ -213,14 +213,12 @@ class Comparison:
     def _stall_table(self) -> pd.DataFrame:
         if not all(run.trace.meta.get("stalls") for run in self.runs):
             return pd.DataFrame(columns=STALL_COLUMNS)
+        # Per run, each scope's samples per reason (summed over the run's kernels).
+        by_reason = [run.trace.stalls.groupby(["scope", "reason"])["samples"].sum() for run in self.runs]
         rows = []
         for sid in self.scopes:
             name = self.scope_name(sid)
-            per_run = []
-            for r, run in enumerate(self.runs):
-                table = run.trace.stalls
-                samples = table[table["scope"] == self.matches[r][sid]].groupby("reason")["samples"].sum()
-                per_run.append(samples)
+            per_run = [_samples_of(totals, self.matches[r][sid]) for r, totals in enumerate(by_reason)]
             reasons = sorted(set().union(*(s.index for s in per_run)), key=lambda k: -per_run[0].get(k, 0))
             for reason in reasons:
                 base = _share(per_run[0], reason)
@@ -301,6 +299,12 @@ def _ranges(values: list[int]) -> str:
 def no_stall_change(points: float) -> str:
     """What ``stall_changes`` says when no reason moved `points` (a share) or more."""
     return f"no reason's share moved {round(100 * points)} points or more"
+
+
+def _samples_of(totals: pd.Series, scope: int) -> pd.Series:
+    """One scope's samples per reason from a (scope, reason) series; empty where it has none."""
+    return totals.xs(scope, level="scope") if scope in totals.index.get_level_values("scope") else \
+        pd.Series(dtype="int64")
 
 
 def _share(samples: pd.Series, reason: str) -> float:

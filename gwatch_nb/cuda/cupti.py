@@ -187,3 +187,29 @@ class Cupti:
 def load() -> Cupti:
     """The process's CUPTI, loaded once (a failure is not kept: the next call tries again)."""
     return Cupti()
+
+
+class LaunchCallbacks:
+    """`on_callback` (called as CALLBACK says) subscribed to the driver's kernel launches, from
+    construction, with the callbacks off, through ``on()`` to ``release()``; CuptiBusyError at
+    construction where another tool holds CUPTI. The trace session and the stall session each
+    hold one while they run."""
+
+    def __init__(self, on_callback):
+        self._cupti = load()
+        self._callback = CALLBACK(on_callback)  # kept for good: CUPTI holds only its address
+        self._handle = self._cupti.subscribe(self._callback)
+        self.subscribed = True
+
+    def on(self) -> None:
+        self._cupti.enable(self._handle, LAUNCH_CBIDS, True)
+
+    def release(self) -> None:
+        """Callbacks off and the subscription given back (once; later calls do nothing)."""
+        if not self.subscribed:
+            return
+        self.subscribed = False
+        try:
+            self._cupti.enable(self._handle, LAUNCH_CBIDS, False)
+        finally:
+            self._cupti.unsubscribe(self._handle)

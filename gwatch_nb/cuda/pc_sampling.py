@@ -24,8 +24,6 @@ _CONTINUOUS, _PARSED = 1, 1
 _REASON_NAME_BYTES = 128  # CUPTI_STALL_REASON_STRING_SIZE
 #: PCs read back per call; a range with more is read in several calls.
 PCS_PER_READ = 4096
-#: Periods CUPTI accepts: 2^5 to 2^31 cycles between the samples of one SM.
-PERIODS = range(5, 32)
 
 
 class StallReason(ctypes.Structure):
@@ -78,30 +76,31 @@ class ConfigurationInfo(ctypes.Structure):
     _fields_ = [("attributeType", ctypes.c_int), ("attributeStatus", ctypes.c_int), ("data", _AttributeData)]
 
 
+#: Every params struct of these calls begins (size, pPriv, ctx); the call's own fields follow.
+_HEAD = [("size", ctypes.c_size_t), ("pPriv", ctypes.c_void_p), ("ctx", ctypes.c_void_p)]
+
+
 class _ContextParams(ctypes.Structure):
-    """The params of cuptiPCSamplingEnable, Disable, Start and Stop: (size, pPriv, ctx)."""
-    _fields_ = [("size", ctypes.c_size_t), ("pPriv", ctypes.c_void_p), ("ctx", ctypes.c_void_p)]
+    """The params of cuptiPCSamplingEnable, Disable, Start and Stop: the head alone."""
+    _fields_ = _HEAD
 
 
 class _ConfigurationParams(ctypes.Structure):
-    _fields_ = [("size", ctypes.c_size_t), ("pPriv", ctypes.c_void_p), ("ctx", ctypes.c_void_p),
-                ("numAttributes", ctypes.c_size_t), ("pPCSamplingConfigurationInfo", ctypes.POINTER(ConfigurationInfo))]
+    _fields_ = _HEAD + [("numAttributes", ctypes.c_size_t),
+                        ("pPCSamplingConfigurationInfo", ctypes.POINTER(ConfigurationInfo))]
 
 
 class _GetDataParams(ctypes.Structure):
-    _fields_ = [("size", ctypes.c_size_t), ("pPriv", ctypes.c_void_p), ("ctx", ctypes.c_void_p),
-                ("pcSamplingData", ctypes.POINTER(SamplingData))]
+    _fields_ = _HEAD + [("pcSamplingData", ctypes.POINTER(SamplingData))]
 
 
 class _NumReasonsParams(ctypes.Structure):
-    _fields_ = [("size", ctypes.c_size_t), ("pPriv", ctypes.c_void_p), ("ctx", ctypes.c_void_p),
-                ("numStallReasons", ctypes.POINTER(ctypes.c_size_t))]
+    _fields_ = _HEAD + [("numStallReasons", ctypes.POINTER(ctypes.c_size_t))]
 
 
 class _ReasonsParams(ctypes.Structure):
-    _fields_ = [("size", ctypes.c_size_t), ("pPriv", ctypes.c_void_p), ("ctx", ctypes.c_void_p),
-                ("numStallReasons", ctypes.c_size_t), ("stallReasonIndex", ctypes.POINTER(ctypes.c_uint32)),
-                ("stallReasons", ctypes.POINTER(ctypes.c_char_p))]
+    _fields_ = _HEAD + [("numStallReasons", ctypes.c_size_t), ("stallReasonIndex", ctypes.POINTER(ctypes.c_uint32)),
+                        ("stallReasons", ctypes.POINTER(ctypes.c_char_p))]
 
 
 @dataclass(frozen=True)
@@ -129,7 +128,7 @@ class Sampler:
     def __init__(self, context: int):
         self.context = context
         self._lib = _library()
-        self._check(self._lib.cuptiPCSamplingEnable(ctypes.byref(self._context_params())), "cuptiPCSamplingEnable")
+        self._check(self._lib.cuptiPCSamplingEnable(self._params()), "cuptiPCSamplingEnable")
         try:
             self.reasons = self._reason_names()
             self._configure()
@@ -139,13 +138,11 @@ class Sampler:
             raise
 
     def close(self) -> None:
-        self._lib.cuptiPCSamplingDisable(ctypes.byref(self._context_params()))
+        self._lib.cuptiPCSamplingDisable(self._params())
 
     def use_period(self, period: int | None) -> None:
-        """Sample every 2^period cycles from the next bracket on (None: CUPTI's default)."""
-        if period is not None and period not in PERIODS:
-            raise ValueError(f"the sampling period is 2^N cycles with N from {PERIODS.start} to {PERIODS.stop - 1}, "
-                             f"not {period}")
+        """Sample every 2^period cycles from the next bracket on (None: CUPTI's default;
+        options.check_stalls has held `period` to stall_reasons.PERIODS)."""
         wanted = self.default_period if period is None else period
         if wanted != self.period:
             self._set([(_SAMPLING_PERIOD, wanted)])
@@ -153,16 +150,16 @@ class Sampler:
 
     def bracket_start(self) -> None:
         driver.synchronize_context(self.context)
-        self._check(self._lib.cuptiPCSamplingStart(ctypes.byref(self._context_params())), "cuptiPCSamplingStart")
+        self._check(self._lib.cuptiPCSamplingStart(self._params()), "cuptiPCSamplingStart")
 
     def bracket_stop(self) -> Range:
         driver.synchronize_context(self.context)
-        self._check(self._lib.cuptiPCSamplingStop(ctypes.byref(self._context_params())), "cuptiPCSamplingStop")
+        self._check(self._lib.cuptiPCSamplingStop(self._params()), "cuptiPCSamplingStop")
         taken = _Taken()
         taken.add(self._data)  # what CUPTI may have left in the configured buffer at the stop
-        params = _GetDataParams(ctypes.sizeof(_GetDataParams), None, self.context, ctypes.pointer(self._data))
+        params = self._params(_GetDataParams, ctypes.pointer(self._data))
         while True:
-            self._check(self._lib.cuptiPCSamplingGetData(ctypes.byref(params)), "cuptiPCSamplingGetData")
+            self._check(self._lib.cuptiPCSamplingGetData(params), "cuptiPCSamplingGetData")
             more = self._data.remainingNumPcs
             taken.add(self._data)
             if not more:
@@ -170,20 +167,20 @@ class Sampler:
 
     # ---------------------------------------------------------------- set-up
 
-    def _context_params(self) -> _ContextParams:
-        return _ContextParams(ctypes.sizeof(_ContextParams), None, self.context)
+    def _params(self, kind: type = _ContextParams, *fields):
+        """A `kind` params struct for this context: its size, no private data, then `fields`."""
+        return ctypes.byref(kind(ctypes.sizeof(kind), None, self.context, *fields))
 
     def _reason_names(self) -> dict[int, str]:
         count = ctypes.c_size_t()
-        self._check(self._lib.cuptiPCSamplingGetNumStallReasons(ctypes.byref(_NumReasonsParams(
-            ctypes.sizeof(_NumReasonsParams), None, self.context, ctypes.pointer(count)))),
-            "cuptiPCSamplingGetNumStallReasons")
+        self._check(self._lib.cuptiPCSamplingGetNumStallReasons(self._params(_NumReasonsParams, ctypes.pointer(count))),
+                    "cuptiPCSamplingGetNumStallReasons")
         n = count.value
         indices = (ctypes.c_uint32 * n)()
         texts = [ctypes.create_string_buffer(_REASON_NAME_BYTES) for _ in range(n)]
         names = (ctypes.c_char_p * n)(*[ctypes.cast(t, ctypes.c_char_p) for t in texts])
-        self._check(self._lib.cuptiPCSamplingGetStallReasons(ctypes.byref(_ReasonsParams(
-            ctypes.sizeof(_ReasonsParams), None, self.context, n, indices, names))), "cuptiPCSamplingGetStallReasons")
+        self._check(self._lib.cuptiPCSamplingGetStallReasons(self._params(_ReasonsParams, n, indices, names)),
+                    "cuptiPCSamplingGetStallReasons")
         names = {int(indices[k]): texts[k].value.decode(errors="replace") for k in range(n)}
         # Besides the reasons CUPTI lists two counters of its own (smsp__pcsamp_sample_count and
         # smsp__pcsamp_samples_data_dropped), whose totals SamplingData already carries.
@@ -216,19 +213,16 @@ class Sampler:
                 info.data.pointer = value
             else:
                 info.data.u32 = value
-        params = _ConfigurationParams(ctypes.sizeof(_ConfigurationParams), None, self.context, len(settings),
-                                      infos)
-        code = self._lib.cuptiPCSamplingSetConfigurationAttribute(ctypes.byref(params))
+        code = self._lib.cuptiPCSamplingSetConfigurationAttribute(
+            self._params(_ConfigurationParams, len(settings), infos))
         if code:
             failed = [kind for info, (kind, _) in zip(infos, settings) if info.attributeStatus]
             raise CuptiUnavailableError(f"PC sampling could not be configured ({_result(code)}; attributes {failed})")
 
     def _period_in_force(self) -> int:
         info = ConfigurationInfo(attributeType=_SAMPLING_PERIOD)
-        params = _ConfigurationParams(ctypes.sizeof(_ConfigurationParams), None, self.context, 1,
-                                      ctypes.pointer(info))
-        self._check(self._lib.cuptiPCSamplingGetConfigurationAttribute(ctypes.byref(params)),
-                    "cuptiPCSamplingGetConfigurationAttribute")
+        self._check(self._lib.cuptiPCSamplingGetConfigurationAttribute(
+            self._params(_ConfigurationParams, 1, ctypes.pointer(info))), "cuptiPCSamplingGetConfigurationAttribute")
         return int(info.data.u32)
 
     @staticmethod

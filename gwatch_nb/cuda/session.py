@@ -184,9 +184,7 @@ class TraceSession:
         self._traced = 0
         self._lock = threading.RLock()
         self._sources = TritonSources()
-        self._cupti = None
-        self._handle = None
-        self._callback = None
+        self._callbacks: cupti.LaunchCallbacks | None = None  # from start()
         self._autotune = AutotuneWatch(options.configs)
         self._metadata: dict[tuple[int, int], dict] = {}  # compiled kernel -> its Triton compile metadata
         # What tracing cost: the correlation ids of untraced launches, by compiled kernel, whose GPU
@@ -209,9 +207,7 @@ class TraceSession:
     def start(self) -> None:
         """Subscribe to CUPTI and turn on launch callbacks; raises before anything runs."""
         driver.init()
-        self._cupti = cupti.load()
-        self._callback = cupti.CALLBACK(self._on_callback)
-        self._handle = self._cupti.subscribe(self._callback)
+        self._callbacks = cupti.LaunchCallbacks(self._on_callback)
         try:
             self._clock.start()
         except CuptiUnavailableError as error:  # the trace goes on; its cost is not measured
@@ -219,7 +215,7 @@ class TraceSession:
         try:
             self._sources.install()
             self._autotune.start()
-            self._cupti.enable(self._handle, cupti.LAUNCH_CBIDS, True)
+            self._callbacks.on()
         except BaseException:
             self._autotune.stop()
             self._release_cupti()
@@ -228,7 +224,7 @@ class TraceSession:
 
     def stop(self) -> None:
         """Callbacks off, nothing swapped any more, records collected, buffers freed."""
-        if self._handle is None:
+        if self._callbacks is None or not self._callbacks.subscribed:
             return
         try:
             self._release_cupti()
@@ -257,11 +253,9 @@ class TraceSession:
 
     def _release_cupti(self) -> None:
         try:
-            self._cupti.enable(self._handle, cupti.LAUNCH_CBIDS, False)
+            self._callbacks.release()
         finally:
-            self._cupti.unsubscribe(self._handle)
             self._sources.uninstall()
-            self._handle = None
 
     def __enter__(self):
         self.start()

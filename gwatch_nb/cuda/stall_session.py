@@ -12,7 +12,7 @@ import ctypes
 import re
 import threading
 
-from ..errors import CuptiUnavailableError, NoMatchingKernelError
+from ..errors import CuptiUnavailableError
 from ..sass.scope_map import PcOwners
 from ..sources import TritonSources
 from ..stall_reasons import OUTSIDE
@@ -33,17 +33,15 @@ class StallSession:
         self._copies: dict[tuple[int, int], tuple[object, int] | None] = {}  # (context, function) -> (module, copy)
         self._sampled: list[tuple[int, int, str, object]] = []  # (context, function, name, pc_sampling.Range)
         self._lock = threading.Lock()
-        self._cupti = self._handle = self._callback = None
+        self._callbacks: cupti.LaunchCallbacks | None = None  # from start()
         self.failure = ""  # the first failure inside a callback
 
     def start(self) -> None:
         driver.init()
-        self._cupti = cupti.load()
-        self._callback = cupti.CALLBACK(self._on_callback)
-        self._handle = self._cupti.subscribe(self._callback)
+        self._callbacks = cupti.LaunchCallbacks(self._on_callback)
         try:
             self._sources.install()
-            self._cupti.enable(self._handle, cupti.LAUNCH_CBIDS, True)
+            self._callbacks.on()
         except BaseException:
             self.stop()
             raise
@@ -51,14 +49,12 @@ class StallSession:
     def stop(self) -> None:
         """Callbacks off, sampling off (the sampled launches are over: each bracket waited for
         its own), the copies unloaded."""
-        if self._handle is None:
+        if self._callbacks is None or not self._callbacks.subscribed:
             return
         try:
-            self._cupti.enable(self._handle, cupti.LAUNCH_CBIDS, False)
+            self._callbacks.release()
         finally:
-            self._cupti.unsubscribe(self._handle)
             self._sources.uninstall()
-            self._handle = None
             self.sampling.close()
             for copy in self._copies.values():
                 if copy is not None:
@@ -102,21 +98,18 @@ class StallSession:
         found = self._copies[key]
         return None if found is None else found[1]
 
-    def samples(self):
+    def samples(self) -> dict | None:
         """Charge every sampled launch's samples to its kernel's scopes; the stall meta
-        (stall_reasons.StallCounts.meta). Raises where nothing could be sampled."""
+        (stall_reasons.StallCounts.meta), None where no launch matched. Raises
+        CuptiUnavailableError where CUPTI would not sample."""
         owners: dict[tuple[int, int], object] = {}
         for context, function, name, sampled in self._sampled:
             if (context, function) not in owners:
                 owners[(context, function)] = self._owners(function, name)
             self.sampling.add(name, context, sampled, owners[(context, function)])
         meta = self.sampling.meta()
-        if meta is None:
-            if self.sampling.refused or self.failure:
-                raise CuptiUnavailableError(self.sampling.refused or self.failure)
-            shown = ", ".join(f"{k} ({n}x)" for k, n in sorted(self.launched.items(), key=lambda kv: -kv[1])[:12])
-            raise NoMatchingKernelError(f"no launched kernel matched {self.pattern.pattern!r}; "
-                                        + (f"kernels that launched: {shown}" if shown else "no kernel launched at all"))
+        if meta is None and (self.sampling.refused or self.failure):
+            raise CuptiUnavailableError(self.sampling.refused or self.failure)
         return meta
 
     def _owners(self, function: int, name: str):

@@ -35,9 +35,10 @@ def instruction_scopes(cubin: bytes, kernel: str, markers: list[Marker], callsit
         chains, _ = home_chains(locations, cfg, {s.file for s in scopes}, callsites)
         inner, _ = innermost_scopes(chains, scopes)
         owner = [scopes[k].scope_id if k != UNSCOPED else OUTSIDE for k in inner]
-    for scope, site in sorted((auto_sites or {}).items(), key=lambda item: -_size(cfg, item[1])):
-        for i in _claimed(cfg, site):
-            if owner[i] == OUTSIDE or owner[i] in (auto_sites or {}):
+    claims = {scope: _claimed(cfg, site) for scope, site in (auto_sites or {}).items()}
+    for scope, claimed in sorted(claims.items(), key=lambda item: -len(item[1])):
+        for i in claimed:
+            if owner[i] == OUTSIDE or owner[i] in claims:
                 owner[i] = scope  # smaller automatic scopes come later and win
     return owner
 
@@ -54,10 +55,6 @@ def _claimed(cfg: ControlFlowGraph, site: AutoSite) -> list[int]:
     if site.kind == "mbarrier" and loop is not None and cfg.loops[loop].blocks == {block}:
         return list(range(cfg.blocks[block].start, cfg.blocks[block].end))
     return [site.instruction]
-
-
-def _size(cfg: ControlFlowGraph, site: AutoSite) -> int:
-    return len(_claimed(cfg, site))
 
 
 def original_indices(count: int, inserted: dict[int, int]) -> list[int]:

@@ -10,7 +10,7 @@ import pandas as pd
 
 from .. import analysis, site_rows
 from ..notes import notes
-from ..stall_reasons import by_scope
+from ..stall_reasons import per_scope
 from ..trace import WARP_KEY
 from .context import Context
 from .selection import Selection, SelectionError
@@ -169,15 +169,8 @@ def stalls(c: Context) -> dict:
     if c.selection.launch is not None:
         table = table[table["kernel"] == str(trace.launches["kernel"].iloc[c.selection.launch])]
     sampled = trace.meta.get("stalls") or {}
-    scopes = []
-    for row in by_scope(table).itertuples():
-        reasons = table[(table["kernel"] == row.kernel) & (table["scope"] == row.scope)]
-        scopes.append({"kernel": row.kernel, "scope": row.name, "scope_id": int(row.scope), "samples": int(row.samples),
-                       "reasons": [{"reason": r.reason, "samples": int(r.samples), "share": float(r.share),
-                                    "not_issued": int(r.not_issued)}
-                                   for r in reasons.sort_values("samples", ascending=False).itertuples()]})
     return {"sampled": bool(sampled), "period": sampled.get("period"), "chosen": sampled.get("chosen"),
-            "kernels": sampled.get("kernels", {}), "scopes": scopes}
+            "kernels": sampled.get("kernels", {}), "scopes": per_scope(table)}
 
 
 def plain(value):
