@@ -36,7 +36,7 @@ def ensure(source: KernelSource) -> KernelSource:
         if source.digest not in _ptx:
             _ptx[source.digest] = _compile(source) if _writes_markers(source.function) else None
         ptx = _ptx[source.digest]
-    return source if ptx is None else dataclasses.replace(source, ptx=ptx)
+    return source if ptx is None else dataclasses.replace(source, ptx=ptx, loaded_ptx=source.ptx)
 
 
 def _writes_markers(function) -> bool:

@@ -25,6 +25,8 @@ class KernelSource:
     function: object = field(default=None, repr=False, compare=False)  # the @triton.jit function, where known
     # (Triton's ASTSource, the options) it was compiled from, where known (triton_compat.compile_source)
     compiled_from: tuple | None = field(default=None, repr=False, compare=False)
+    # the PTX Triton loaded, where `ptx` is the copy with sentinels (sentinels.ensure)
+    loaded_ptx: str | None = field(default=None, repr=False, compare=False)
     digest: str = field(init=False)  # sha256 of the PTX, computed once
 
     def __post_init__(self):

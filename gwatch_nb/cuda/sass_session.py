@@ -8,9 +8,9 @@ import hashlib
 import threading
 import time
 
-from .. import layout, records, sentinels
+from .. import layout, records, sentinels, triton_compat
 from ..errors import SassRewriteError, TraceFailedError, UnsupportedGpuError
-from ..sass import markers as marker_sources
+from ..sass import markers as marker_sources, ptx_lines
 from ..sass.callsites import CallSites
 from ..sass.instrument import NO_CODE, SITE_COLUMNS, instrument
 from ..sass.scope_map import PcOwners
@@ -144,14 +144,18 @@ def sass_kernel(context: int, original_handle: int, source, scopes: frozenset | 
     return kernel
 
 
-def _miscounted(source, start_depths: dict[int, list[int]]) -> str:
+def _miscounted(source, start_depths: dict[int, list[int]], by_ptx: bool = False) -> str:
     """Why some scope's readings would not run as often as its markers in the PTX (the ptx
     tier's records, the count a user reasons with), or "": the compiler copied or unrolled its
     code, or moved it into another loop, so its starts sit in other loops or in more or fewer
     places than the PTX's sentinels. Two kinds of sentinel do not count: those of a
     warp-specialized kernel (`setmaxnreg`: Triton moves and drops its markers), and copies the
     pipeliner put before a loop whose body holds the scope too (the ptx tier records those
-    peeled stages as instances of their own; the sass tier's readings count iterations)."""
+    peeled stages as instances of their own; the sass tier's readings count iterations).
+    `by_ptx`: the PTX's sentinels placed the readings, each copy of a scope on its own and a
+    loop ptxas unrolled as its iterations (sites._unrolled, also a loop unrolled away, whose
+    copies sit a loop less deep), so the starts outnumber the sentinels: none may sit deeper
+    than the scope's sentinels."""
     ptx = source.ptx or ""
     if "setmaxnreg" in ptx:
         return ""
@@ -161,7 +165,7 @@ def _miscounted(source, start_depths: dict[int, list[int]]) -> str:
         marked = in_ptx.get(scope, [])
         if min(depths, default=0) > 0 and max(marked, default=0) > 0:
             marked = [d for d in marked if d > 0]
-        if marked and marked != depths:
+        if marked and (max(depths, default=0) > max(marked) if by_ptx else marked != depths):
             differ.append((scope, marked, depths))
     if not differ:
         return ""
@@ -202,6 +206,17 @@ def callsites_of(source) -> CallSites | None:
         return None
 
 
+def ptx_lines_of(source) -> ptx_lines.PtxLines | None:
+    """The kernel's PTX-line table (sass/ptx_lines.py), where its PTX has sentinels to place
+    scopes by; not for a warp-specialized kernel (`setmaxnreg`), whose PTX loses markers."""
+    ptx = source.ptx or ""
+    if not sentinels.has_sentinels(ptx) or "setmaxnreg" in ptx:
+        return None
+    return ptx_lines.table(source.cubin, source.name, ptx,
+                           lambda text: triton_compat.assemble_like_triton(text, source.metadata),
+                           triton_compat.ptxas_identity(source.metadata), source.loaded_ptx)
+
+
 def marked_elsewhere(in_ptx: set[int], made, scopes: frozenset | None) -> list[int]:
     """Scopes whose markers the PTX holds (`in_ptx`) but the source the sass tier read does not
     (a function the kernel reaches other than by its name, say): it has no reading for them,
@@ -225,9 +240,9 @@ def _build(source, scopes: frozenset | None, auto: bool) -> InstrumentedKernel |
     began = time.perf_counter()
     try:
         shared = source.metadata.get("shared")  # the launches' shared memory (Triton's is all dynamic)
-        markers, callsites = markers_of(source), callsites_of(source)
+        markers, callsites, lines = markers_of(source), callsites_of(source), ptx_lines_of(source)
         made = instrument(source.cubin, source.name, markers, scopes, auto,
-                          shared if isinstance(shared, int) else None, callsites)
+                          shared if isinstance(shared, int) else None, callsites, lines)
     except SassRewriteError as error:
         raise TraceFailedError(f"{source.name}: the sass tier cannot instrument it ({error}); it ran untraced",
                                "rewrite_failed", reason=str(error)) from None
@@ -249,11 +264,13 @@ def _build(source, scopes: frozenset | None, auto: bool) -> InstrumentedKernel |
     except driver.CudaError as error:
         raise TraceFailedError(f"{source.name}: the driver could not load the instrumented cubin ({error}); "
                                "it ran untraced", "load_failed") from None
+    by_sentinels = made.cost["placed_by"] == "sentinels"  # the placement stall samples are charged by too
     return InstrumentedKernel(
         name=source.name, function=function, handle=int(function), num_params=made.num_params,
         sites=tuple(range(len(made.sites["site"]))), table=made.table, resources=resources(function),
         build_seconds=time.perf_counter() - began, buffer=layout.SASS_BUFFERS,
         extra=dict(sites=made.sites, scope_names=made.scope_names, cost=made.cost, seconds=made.seconds,
                    left_out=made.left_out, compiled_away=compiled_away, open_at_exit=made.open_at_exit,
-                   ptx_scopes=in_ptx, miscounted=_miscounted(source, made.start_depths), cubin=made.cubin,
-                   pc_owners=PcOwners(source.cubin, source.name, markers, callsites, made.auto_sites, made.inserted)))
+                   ptx_scopes=in_ptx, miscounted=_miscounted(source, made.start_depths, by_sentinels), cubin=made.cubin,
+                   pc_owners=PcOwners(source.cubin, source.name, markers, callsites, made.auto_sites, made.inserted,
+                                      lines if by_sentinels else None)))

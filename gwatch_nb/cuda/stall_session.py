@@ -12,12 +12,13 @@ import ctypes
 import re
 import threading
 
-from ..errors import CuptiUnavailableError
+from .. import sentinels
+from ..errors import CuptiUnavailableError, TraceFailedError
 from ..sass.scope_map import PcOwners
 from ..sources import TritonSources
 from ..stall_reasons import OUTSIDE
 from . import cupti, driver, stall_sampling
-from .sass_session import callsites_of, markers_of
+from .sass_session import callsites_of, markers_of, ptx_lines_of
 from .session import launch_view
 
 
@@ -113,10 +114,15 @@ class StallSession:
         return meta
 
     def _owners(self, function: int, name: str):
-        """What charges a PC of this kernel to a scope: its markers in the cubin Triton loaded;
-        a kernel not Triton's (or whose cubin is not found) has every sample outside scopes."""
+        """What charges a PC of this kernel to a scope: its markers in the cubin Triton loaded,
+        placed as the sass tier places them (by the PTX's sentinels where they pair); a kernel
+        not Triton's (or whose cubin is not found) has every sample outside scopes."""
         source = self._sources.find(function)
         if source is None or source.cubin is None:
             return lambda pc: OUTSIDE
         source = self._sources.with_function(source, function)
-        return PcOwners(source.cubin, name, markers_of(source), callsites_of(source))
+        try:
+            source = sentinels.ensure(source)
+        except TraceFailedError:  # no sentinels to place by: the source lines do
+            pass
+        return PcOwners(source.cubin, name, markers_of(source), callsites_of(source), ptx=ptx_lines_of(source))

@@ -1,5 +1,5 @@
 """Dominators and natural loops of a control-flow graph given as predecessor lists: the one
-algorithm behind the SASS graph (cfg.py) and the PTX's loop depths (markers.py)."""
+algorithm behind the SASS graph (cfg.py) and the PTX's (ptx_flow.py)."""
 from __future__ import annotations
 
 from collections.abc import Sequence

@@ -19,6 +19,7 @@ from gwatch_nb.sass.cfg import ControlFlowGraph
 from gwatch_nb.sass.cubin import Cubin
 from gwatch_nb.sass.lines import line_table
 from gwatch_nb.sass.liveness import Liveness
+from gwatch_nb.sass.ptx_lines import PtxLines
 from gwatch_nb.sass.rewrite import decoded, rewrite
 
 #: Automatic sites take scope ids from here up, one per site (marker ids stay below).
@@ -53,12 +54,14 @@ class InstrumentedCubin:
 
 def instrument(cubin: bytes, kernel: str, markers: list, scopes: frozenset | None = None,
                auto: bool = False, shared_bytes: int | None = None,
-               callsites: CallSites | None = None) -> InstrumentedCubin | None:
+               callsites: CallSites | None = None, ptx: PtxLines | None = None) -> InstrumentedCubin | None:
     """`kernel` of `cubin` with a reading at every site of the `markers` (of `scopes`, all when
     None) and, with `auto`, at every automatic site; None when there is no site to read.
     `shared_bytes`: the shared memory its launches use, where known (the register count may
     then rise as far as an SM still holds as many of its blocks). `callsites`: the kernel's own
-    calls, which place inlined code the line table gives no call site (sites.home_chains)."""
+    calls, which place inlined code the line table gives no call site (sites.home_chains). `ptx`:
+    the kernel's PTX-line table (ptx_lines.py), which places each copy of a scope by the PTX
+    instructions its sentinels delimit (the source lines do without one)."""
     began = time.perf_counter()
     instructions = decoded(cubin).get(kernel)
     if instructions is None:
@@ -68,13 +71,21 @@ def instrument(cubin: bytes, kernel: str, markers: list, scopes: frozenset | Non
     decoded_at = time.perf_counter()
     cfg = ControlFlowGraph(instructions, kernel)
     rows: list[dict] = []
-    if markers:
-        for site in scope_sites.place(instructions, locations, markers, kernel, cfg, callsites):
-            if scopes is None or site.scope in scopes:
-                rows.append(dict(scope=site.scope, kind=site.kind, pair=site.pair, origin="marker", line=None,
-                                 index=site.index, instruction=site.instruction, block=site.block, loop=site.loop,
-                                 span=site.span, own=site.own, other_scopes=site.other_scopes,
-                                 unscoped=site.unscoped, inferred=site.inferred))
+    by_ptx = False
+    if markers and ptx is not None and not ptx.conditional:
+        # By the PTX's sentinels where each copy has a sound place and their readings pair on
+        # every path (the source lines otherwise). Not where a copy runs on some iterations of
+        # its loop only: ptxas can predicate such code into every iteration, where a reading
+        # would count each one.
+        try:
+            rows = _marker_rows(scope_sites.place(instructions, ptx.locations, [], kernel, cfg, copies=ptx.copies,
+                                                  line_depths=ptx.depths), scopes)
+            by_ptx = not pairing.check(cfg, [pairing.PlacedReading(r["index"], r["scope"], r["kind"] == "end")
+                                             for r in sorted(rows, key=_reading_order(rows))]).faults
+        except SassRewriteError:
+            by_ptx = False
+    if markers and not by_ptx:
+        rows = _marker_rows(scope_sites.place(instructions, locations, markers, kernel, cfg, callsites), scopes)
     names, auto_sites = {}, {}
     if auto:
         # The kernel's own site is read only where it would be the only one: elsewhere every warp's
@@ -150,10 +161,19 @@ def instrument(cubin: bytes, kernel: str, markers: list, scopes: frozenset | Non
     return InstrumentedCubin(
         out, kernel, num_params, table, {c: [r[c] for r in rows] for c in SITE_COLUMNS}, names,
         dict(instructions=len(instructions), inserted=plan.inserted, readings=len(rows),
+             placed_by="sentinels" if by_ptx else "source lines",
              state_registers=[f"UR{n}" for n in plan.state], registers=[registers, raised or registers]),
         dict(decode=decoded_at - began, analyse=analysed - decoded_at, rewrite=done - analysed), left_out,
         proof.open_at_exit, _start_depths(cfg, rows), {i: len(items) for i, items in plan.insertions.items()},
         {scope: site for scope, site in auto_sites.items() if scope in {r["scope"] for r in rows}})
+
+
+def _marker_rows(placed, scopes: frozenset | None) -> list[dict]:
+    """trace.sites' rows of the marker scopes asked for (all where `scopes` is None)."""
+    return [dict(scope=site.scope, kind=site.kind, pair=site.pair, origin="marker", line=None, index=site.index,
+                 instruction=site.instruction, block=site.block, loop=site.loop, span=site.span, own=site.own,
+                 other_scopes=site.other_scopes, unscoped=site.unscoped, inferred=site.inferred)
+            for site in placed if scopes is None or site.scope in scopes]
 
 
 def _start_depths(cfg: ControlFlowGraph, rows: list[dict]) -> dict[int, list[int]]:
@@ -173,15 +193,18 @@ def _readings(rows: list[dict]) -> list[probes.Reading]:
 
 def _reading_order(rows: list[dict]):
     """Readings in program order; at one instruction, the ends of pairs that started before it
-    first, then the starts, then the ends of pairs that start there too (a pair whose only
-    instruction ends its block reads before it twice)."""
+    first, then each pair that starts there, its start and then any end it has there too (a
+    pair whose only instruction ends its block reads before it twice; copies of a scope placed
+    in turn can meet at one instruction)."""
     starts = {(r["scope"], r["pair"]): r["index"] for r in rows if r["kind"] == "start"}
 
     def key(row):
+        pair = row["pair"] if row["origin"] == "marker" else 0
         if row["kind"] == "start":
-            return row["index"], 1, row["scope"]
-        started = starts.get((row["scope"], row["pair"] if row["origin"] == "marker" else 0), -1)
-        return row["index"], 2 if started == row["index"] else 0, row["scope"]
+            return row["index"], 1, row["scope"], pair, 0
+        if starts.get((row["scope"], pair), -1) == row["index"]:
+            return row["index"], 1, row["scope"], pair, 1
+        return row["index"], 0, row["scope"], pair, 0
     return key
 
 

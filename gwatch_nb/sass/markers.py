@@ -12,13 +12,14 @@ from dataclasses import dataclass, field
 
 from gwatch_nb._native import FORMAT
 from gwatch_nb.errors import SassRewriteError
-from gwatch_nb.sass.dominators import dominators, natural_loop
+from gwatch_nb.sass.ptx_flow import PtxFlow
 
 _FILE = re.compile(r'^\s*\.file\s+(\d+)\s+"([^"]*)"(?:\s*,.*)?$', re.M)
 _LOC = re.compile(r"^\s*\.loc\s+(\d+)\s+(\d+)\b")
 _MARKERS = {"scope_start": "start", "scope_end": "end"}
 # The sentinel a marker leaves in the PTX (its text is the format header's): "start"/"end", then the id.
-_SENTINEL = re.compile("(?:%s|%s) (\\d+)" % (re.escape(FORMAT["MARKER_START"]), re.escape(FORMAT["MARKER_END"])))
+#: A sentinel in the PTX: its kind's text (group 1), then its scope id (group 2).
+SENTINEL = re.compile("(%s|%s) (\\d+)" % (re.escape(FORMAT["MARKER_START"]), re.escape(FORMAT["MARKER_END"])))
 
 
 @dataclass(frozen=True, order=True)
@@ -30,85 +31,18 @@ class Marker:
     loops: int | None = field(default=None, compare=False)  # source loops around it (None: not known, from PTX)
 
 
-_LABEL = re.compile(r"^\s*([$\w]+):")
-_BRANCH = re.compile(r"\bbra(?:\.uni)?\s+([$\w]+)\s*;")
-_RETURN = re.compile(r"^\s*(?:@!?%\w+\s+)?(?:ret|exit|trap)\s*;")
-_FUNCTION = re.compile(r"^\s*(?:\.visible\s+|\.weak\s+)?\.(?:entry|func)\b")
-
-
 def ptx_start_depths(ptx: str) -> dict[int, list[int]]:
     """Per scope, the loop depth of each start sentinel in the PTX (sorted; a sentinel copied by
     the compiler counts once per copy): how many natural loops of the PTX's control flow hold
     it. Each copy runs once per iteration of its loops, which is what the ptx tier records."""
     lines = ptx.splitlines()
-    depth = _loop_depths(lines)
+    depth = PtxFlow(lines).depth
     out: dict[int, list[int]] = {}
     for n, text in enumerate(lines):
-        sentinel = _SENTINEL.search(text)
+        sentinel = SENTINEL.search(text)
         if sentinel and sentinel.group(0).startswith(FORMAT["MARKER_START"]):
-            out.setdefault(int(sentinel.group(1)), []).append(depth[n])
+            out.setdefault(int(sentinel.group(2)), []).append(depth[n])
     return {scope: sorted(depths) for scope, depths in out.items()}
-
-
-def _loop_depths(lines: list[str]) -> list[int]:
-    """Per PTX line, how many natural loops hold it: blocks begin at each function, label and
-    line after a branch or return; a loop is an edge to a block that dominates its source. (A
-    backward branch alone is no loop: LLVM lays a loop's tail blocks above its header, and the
-    branches to them jump backwards from inside one iteration.) A label is known inside the
-    `{ }` scope that declares it: inline assembly repeats its own (an mbarrier wait's
-    `waitLoop:`) in every copy."""
-    starts = sorted({0} | {n for n, text in enumerate(lines) if _LABEL.match(text) or _FUNCTION.match(text)}
-                    | {n + 1 for n, text in enumerate(lines) if _BRANCH.search(text) or _RETURN.search(text)})
-    starts = [n for n in starts if n < len(lines)]
-    ends = starts[1:] + [len(lines)]
-    block_at = {n: k for k, n in enumerate(starts)}
-    scopes, stack, opened = [], [0], 0  # per line, the `{ }` scopes around it, innermost last
-    labels: dict[tuple[int, str], int] = {}
-    for n, text in enumerate(lines):
-        scopes.append(tuple(stack))
-        if m := _LABEL.match(text):
-            labels[stack[-1], m.group(1)] = block_at[n]
-        change = text.count("{") - text.count("}")  # operand lists ({%r1, %r2}) open and close on one line
-        for _ in range(change):
-            opened += 1
-            stack.append(opened)
-        for _ in range(-change):
-            if len(stack) > 1:
-                stack.pop()
-
-    def target(n: int, label: str) -> list[int]:
-        found = [labels[s, label] for s in reversed(scopes[n]) if (s, label) in labels]
-        return found[:1]
-
-    roots = [k for k, n in enumerate(starts) if n == 0 or _FUNCTION.match(lines[n])]
-    successors: list[list[int]] = []
-    for k, end in enumerate(ends):
-        at = next((n for n in range(end - 1, starts[k] - 1, -1) if lines[n].strip()), starts[k])
-        last = lines[at]
-        falls = [k + 1] if k + 1 < len(starts) and k + 1 not in roots else []  # a function's end falls nowhere
-        branch, guarded = _BRANCH.search(last), last.lstrip().startswith("@")
-        if branch:
-            successors.append(target(at, branch.group(1)) + falls * guarded)
-        else:
-            successors.append(falls * guarded if _RETURN.search(last) else falls)
-    predecessors: list[list[int]] = [[] for _ in starts]
-    for b, targets in enumerate(successors):
-        for t in targets:
-            predecessors[t].append(b)
-    reached, stack = set(), list(roots)
-    while stack:
-        b = stack.pop()
-        if b not in reached:
-            reached.add(b)
-            stack.extend(successors[b])
-    dom = dominators(predecessors, sorted(reached), roots)
-    inside = [0] * len(starts)
-    for tail, targets in enumerate(successors):
-        for header in targets:
-            if dom[tail] >> header & 1:  # a back edge
-                for b in natural_loop(header, tail, predecessors, dom):
-                    inside[b] += 1
-    return [inside[k] for k, (start, end) in enumerate(zip(starts, ends)) for _ in range(start, end)]
 
 
 def from_ptx(ptx: str) -> list[Marker]:
@@ -120,13 +54,13 @@ def from_ptx(ptx: str) -> list[Marker]:
         if at:
             loc = (int(at.group(1)), int(at.group(2)))
             continue
-        sentinel = _SENTINEL.search(text)
+        sentinel = SENTINEL.search(text)
         if sentinel is None:
             continue
         kind = "start" if sentinel.group(0).startswith(FORMAT["MARKER_START"]) else "end"
         if loc is None or loc[0] not in files:
             raise SassRewriteError(f"PTX line {number}: {sentinel.group(0)} has no .loc of a known file before it")
-        found.add(Marker(files[loc[0]], loc[1], kind, int(sentinel.group(1))))
+        found.add(Marker(files[loc[0]], loc[1], kind, int(sentinel.group(2))))
     return sorted(found)
 
 

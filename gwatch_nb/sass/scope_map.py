@@ -13,6 +13,7 @@ from gwatch_nb.sass.cfg import ControlFlowGraph
 from gwatch_nb.sass.cubin import INSTRUCTION_BYTES
 from gwatch_nb.sass.lines import line_table
 from gwatch_nb.sass.markers import Marker
+from gwatch_nb.sass.ptx_lines import PtxLines
 from gwatch_nb.sass.rewrite import decoded
 from gwatch_nb.sass.sites import UNSCOPED, home_chains, innermost_scopes, scopes_of
 from gwatch_nb.sass.waits import AutoSite
@@ -20,18 +21,20 @@ from gwatch_nb.stall_reasons import OUTSIDE, PROBES
 
 
 def instruction_scopes(cubin: bytes, kernel: str, markers: list[Marker], callsites: CallSites | None = None,
-                       auto_sites: dict[int, AutoSite] | None = None) -> list[int]:
+                       auto_sites: dict[int, AutoSite] | None = None, ptx: PtxLines | None = None) -> list[int]:
     """Per instruction of `kernel` in `cubin` (its original, unrewritten code), the scope id
     that owns it, OUTSIDE where none does. `auto_sites`: the automatic scopes a trace read,
-    by scope id."""
+    by scope id. `ptx`: the kernel's PTX-line table, whose sentinels' scopes then own the
+    instructions (as instrument() places them)."""
     instructions = decoded(cubin).get(kernel)
     if instructions is None:
         raise KeyError(f"kernel {kernel} is not in the cubin")
-    locations = line_table(cubin).get(kernel) or [None] * len(instructions)
+    locations = ptx.locations if ptx is not None else line_table(cubin).get(kernel) or [None] * len(instructions)
     cfg = ControlFlowGraph(instructions, kernel)
     owner = [OUTSIDE] * len(instructions)
     if markers:
-        scopes = scopes_of(markers, kernel)
+        scopes = ptx.copies if ptx is not None else scopes_of(markers, kernel)
+        callsites = None if ptx is not None else callsites
         chains, _ = home_chains(locations, cfg, {s.file for s in scopes}, callsites)
         inner, _ = innermost_scopes(chains, scopes)
         owner = [scopes[k].scope_id if k != UNSCOPED else OUTSIDE for k in inner]
@@ -75,8 +78,9 @@ class PcOwners:
     count of probes before each instruction), of the copy the sass tier made of it."""
 
     def __init__(self, cubin: bytes, kernel: str, markers: list[Marker], callsites: CallSites | None = None,
-                 auto_sites: dict[int, AutoSite] | None = None, inserted: dict[int, int] | None = None):
-        self._inputs = (cubin, kernel, markers, callsites, auto_sites)
+                 auto_sites: dict[int, AutoSite] | None = None, inserted: dict[int, int] | None = None,
+                 ptx: PtxLines | None = None):
+        self._inputs = (cubin, kernel, markers, callsites, auto_sites, ptx)
         self._inserted = inserted
         self._owners: list[int] | None = None
 

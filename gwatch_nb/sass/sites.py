@@ -10,12 +10,14 @@ grouped by the innermost loop around them that is not itself wholly the scope's 
 scope around a whole inner loop gets one pair per iteration of the loop outside it); a group
 whose first instruction's block dominates the group and whose last instruction's block every
 path from there reaches gets one start/end pair; any other group in a loop one pair per
-iteration (the loop's header to its back edges), outside loops one pair per block."""
+iteration (the loop's header to its back edges), outside loops one pair per block. Where the
+PTX's sentinels place the scopes (ptx_lines.py), each copy of a scope is placed so, split into
+the iterations ptxas unrolled (`_unrolled`), the copies of one id read in turn (`_in_turn`)."""
 from __future__ import annotations
 
 import os
-from collections import defaultdict
-from dataclasses import dataclass, fields
+from collections import Counter, defaultdict
+from dataclasses import dataclass, fields, replace
 
 from gwatch_nb.errors import SassRewriteError
 from gwatch_nb.sass.callsites import CallSites
@@ -33,10 +35,17 @@ class Scope:
     start_line: int
     end_line: int
     loops: int | None = None  # source loops around its start marker (None: not known)
+    lines: frozenset[int] | None = None  # the lines it holds, where not all between its markers (ptx_lines.py)
 
     def holds(self, name: str, line: int) -> bool:
         """Whether `line` of the file called `name` is the scope's code."""
-        return self.start_line < line < self.end_line and name == os.path.basename(self.file)
+        inside = line in self.lines if self.lines is not None else self.start_line < line < self.end_line
+        return inside and name == os.path.basename(self.file)
+
+    @property
+    def size(self) -> int:
+        """How many lines it holds: of two scopes holding a line, the smaller is the inner."""
+        return len(self.lines) if self.lines is not None else self.end_line - self.start_line
 
 
 @dataclass(frozen=True)
@@ -181,7 +190,7 @@ def innermost_scopes(chains, scopes: list[Scope]) -> tuple[list[int], list[froze
     for chain in chains:
         if chain not in seen:
             held = frozenset(k for k, s in enumerate(scopes) if any(s.holds(f, line) for f, line in chain))
-            seen[chain] = held, (min(held, key=lambda k: scopes[k].end_line - scopes[k].start_line)
+            seen[chain] = held, (min(held, key=lambda k: scopes[k].size)
                                  if held else UNSCOPED)
         held, innermost = seen[chain]
         holding.append(held)
@@ -190,53 +199,194 @@ def innermost_scopes(chains, scopes: list[Scope]) -> tuple[list[int], list[froze
 
 
 def place(instructions, locations: list[Location | None], markers: list[Marker], kernel: str = "?",
-          cfg: ControlFlowGraph | None = None, callsites: CallSites | None = None) -> list[Site]:
+          cfg: ControlFlowGraph | None = None, callsites: CallSites | None = None,
+          copies: list[Scope] | None = None, line_depths: dict[int, int] | None = None) -> list[Site]:
     """The start and end sites of every scope the markers define, on the final schedule
-    (`callsites`: the kernel's own calls, to place library code the line table gives no call site)."""
+    (`callsites`: the kernel's own calls, to place library code the line table gives no call site).
+    `copies`: instead of the markers, the scopes of the PTX's sentinels, with the locations PTX
+    lines (ptx_lines.py): each copy Triton made of a scope (an unrolled `tl.static_range` body)
+    is placed on its own, and each iteration ptxas unrolled; `line_depths`: the PTX loops
+    around each PTX line."""
     cfg = cfg or ControlFlowGraph(instructions, kernel)
     if len(locations) != len(instructions):
         raise SassRewriteError(f"kernel {kernel}: {len(locations)} line entries for {len(instructions)} instructions")
-    scopes = scopes_of(markers, kernel)
+    scopes = copies if copies is not None else scopes_of(markers, kernel)
+    line_depths = line_depths or {}
     chains, inferred = home_chains(locations, cfg, {s.file for s in scopes}, callsites)
     inner, holding = innermost_scopes(chains, scopes)
     claimed = [i for i, chain in enumerate(chains) if chain]
     sites: list[Site] = []
     for scope_id in dict.fromkeys(s.scope_id for s in scopes):
-        ks = {k for k, s in enumerate(scopes) if s.scope_id == scope_id}
-        # A subroutine's code runs inside whichever scope calls it: its readings are the caller's.
-        members = [i for i, held in enumerate(holding) if held & ks and cfg.on_own_path(cfg.block_of[i])]
-        loops = min((scopes[k].loops for k in ks if scopes[k].loops is not None), default=None)
-        if loops is not None:
-            # Code ptxas hoisted out of the scope's own loop (invariants, address set-up) is not an iteration.
-            members = [i for i in members if cfg.loop_depth(i) >= loops] or members
-        member_set = set(members)
-        if loops == 0 and _outside_loops(cfg, members):
-            first, last, blocks = _once(cfg, members)
-            span = [i for i in range(first, last + 1) if cfg.block_of[i] in blocks]
-            counts = _sharpness(None, span, member_set, inner, inferred)
-            sites.append(Site(scope_id, "start", 0, first, first, cfg.block_of[first], **counts))
-            sites.append(Site(scope_id, "end", 0, _end_index(cfg, last), last, cfg.block_of[last], **counts))
-            continue
-        inside = _loops_inside(cfg, member_set, claimed)
-        groups: dict[int | None, list[int]] = defaultdict(list)
-        for i in members:
-            groups[_key(cfg, cfg.loop_of[cfg.block_of[i]], inside)].append(i)
-        pair = 0
-        for loop, group in groups.items():
-            # Read per iteration only where no other group of the scope repeats inside this loop.
-            alone = loop is not None and not any(other is not None and other != loop and
-                                                 cfg.loops[other].blocks < cfg.loops[loop].blocks for other in groups)
-            for first, lasts, blocks, iteration in _pairs(cfg, loop, group, alone):
-                if iteration:  # every instruction of the loop, wherever ptxas laid its blocks
-                    span = [i for b in sorted(blocks) for i in range(cfg.blocks[b].start, cfg.blocks[b].end)]
-                else:
-                    span = [i for i in range(first, lasts[0] + 1) if cfg.block_of[i] in blocks]
-                counts = _sharpness(loop, span, member_set, inner, inferred)
-                sites.append(Site(scope_id, "start", pair, first, first, cfg.block_of[first], **counts))
-                for last in lasts:
-                    sites.append(Site(scope_id, "end", pair, _end_index(cfg, last), last, cfg.block_of[last], **counts))
-                pair += 1
+        ks = [k for k, s in enumerate(scopes) if s.scope_id == scope_id]
+        placed: list[Site] = []
+        for copy in ([{k} for k in ks] if copies is not None else [set(ks)]):
+            members, loops = _members(cfg, scopes, copy, holding, hoisted=copies is not None)
+            parts = _unrolled(cfg, members, loops, chains, line_depths) if copies is not None else [members]
+            for part in parts:
+                pair = sum(site.kind == "start" for site in placed)
+                placed.extend(_place_scope(cfg, scope_id, part, loops, inner, inferred, claimed, pair,
+                                            by_depth=copies is not None))
+        sites.extend(_in_turn(cfg, placed) if copies is not None else placed)
     return sorted(sites, key=lambda s: (s.index, s.kind == "start", s.scope))
+
+
+def _in_turn(cfg: ControlFlowGraph, sites: list[Site]) -> list[Site]:
+    """The pairs of a scope's copies one after another: ptxas interleaves the copies of an
+    unrolled body (their loads first, say), and the readings of one id must alternate. A copy
+    whose code ends in a block some paths from its start skip (the body of an `if` ptxas made a
+    branch) ends at the first block after it that every such path reaches. Taken in the order
+    their code ends, each copy then starts where the one before it ended, if its own code began
+    earlier and every path to its end passes that one's (an instance ends when its copy's last
+    instruction issues)."""
+    pairs: dict[int, list[Site]] = defaultdict(list)
+    for site in sites:
+        pairs[site.pair].append(site)
+    out, before = [], None
+    for pair in sorted(pairs.values(), key=lambda p: max(s.index for s in p if s.kind == "end")):
+        start = next(s for s in pair if s.kind == "start")
+        ends = [_joined(cfg, start, s) if s.kind == "end" and len(pair) == 2 else s for s in pair if s.kind == "end"]
+        if before is not None and start.index < before.index and all(
+                cfg.dominates(_reading_block(cfg, before.index), _reading_block(cfg, e.index)) for e in ends):
+            start = replace(start, index=before.index)
+        out.append(start)
+        out.extend(ends)
+        before = ends[0] if len(ends) == 1 else None
+    return out
+
+
+def _joined(cfg: ControlFlowGraph, start: Site, end: Site) -> Site:
+    """`end`, or where every path from `start` meets again after it, if some skip its block."""
+    head, tail = _reading_block(cfg, start.index), _reading_block(cfg, end.index)
+    region = set(range(len(cfg.blocks))) if end.loop is None else cfg.loops[end.loop].blocks
+    header = cfg.loops[end.loop].header if end.loop is not None else None
+    if _always_reaches(cfg, head, tail, region, header):
+        return end
+    join = next((b for b in range(tail + 1, len(cfg.blocks)) if b in region and b != header
+                 and _always_reaches(cfg, head, b, region, header)), None)
+    return end if join is None else replace(end, index=cfg.blocks[join].start)
+
+
+def _reading_block(cfg: ControlFlowGraph, index: int) -> int:
+    """The block a reading just before instruction `index` is taken in."""
+    return cfg.block_of[min(index, len(cfg.block_of) - 1)]
+
+
+def _members(cfg: ControlFlowGraph, scopes: list[Scope], ks: set[int], holding,
+             hoisted: bool = False) -> tuple[list[int], int | None]:
+    """The instructions of the scopes `ks` (all of one id) and the source loops around them;
+    without code ptxas hoisted out of the scope's own loop unless `hoisted`."""
+    # A subroutine's code runs inside whichever scope calls it: its readings are the caller's.
+    members = [i for i, held in enumerate(holding) if held & ks and cfg.on_own_path(cfg.block_of[i])]
+    loops = min((scopes[k].loops for k in ks if scopes[k].loops is not None), default=None)
+    if loops is not None and not hoisted:
+        # Code ptxas hoisted out of the scope's own loop (invariants, address set-up) is not an iteration.
+        members = [i for i in members if cfg.loop_depth(i) >= loops] or members
+    return members, loops
+
+
+#: Memory instructions: one PTX load or store is one of them, in each iteration ptxas unrolled.
+_MEMORY = ("LDG", "STG", "LDS", "STS", "LD", "ST", "ATOM", "ATOMG", "ATOMS", "RED", "LDGSTS", "LDSM", "STSM")
+
+
+def _unrolled(cfg: ControlFlowGraph, members: list[int], loops: int | None, chains,
+              line_depths: dict[int, int]) -> list[list[int]]:
+    """A scope copy's instructions as the iterations ptxas made of them. Each PTX load or store
+    of the copy's own loop loops (`line_depths`: the PTX loops around each line; an inner
+    loop's are no iteration of this one) is a fixed number e of memory instructions per
+    iteration: e is the fewest of a line in any one place ptxas put the copy's code (the loop,
+    an iteration it peeled before it, a chunk of two after it under a test of the trip count, a
+    remainder loop). A place holding U times that is U iterations (U the most common ratio over
+    its memory lines); of a line's c occurrences there, in program order, the j-th is iteration
+    j * U // c's, and each iteration is read on its own, so every place's trips times U add up
+    to the source's. Where the copy's code lies in its loop alone, no ratio is known and nothing
+    is split; where ptxas unrolled the loop away, its trip count is unknown and the copy is
+    refused (SassRewriteError: the source lines place the kernel). Code outside the
+    copy's loop is a peeled iteration where it holds every load and store the loop has, else
+    hoisted (invariants, the loop's control), no iteration. Loops deeper than the copy's start
+    run within one of its instances."""
+    if loops is None:
+        return [members]
+
+    def memory_of(ins: list[int]) -> Counter:
+        return Counter(chains[i] for i in ins if cfg.instructions[i].opcode.split(".")[0] in _MEMORY
+                       and bool(chains[i]) and line_depths.get(chains[i][0][1]) == loops)
+
+    deep = [i for i in members if cfg.loop_depth(i) >= loops]
+    if members and not deep:
+        # ptxas unrolled the loop away: its trip count is not known here (on the H200 a
+        # 64-trip loop's copies counted 63 on some warps), so the source lines place it.
+        raise SassRewriteError(f"a copy's loop (depth {loops}) was unrolled away")
+    in_loop = set(memory_of(deep))
+    # A loop's code is one place; code outside the copy's loop a place per block.
+    units: dict[tuple, list[int]] = defaultdict(list)
+    for i in members:
+        loop = cfg.loop_of[cfg.block_of[i]]
+        depth = cfg.loops[loop].depth if loop is not None else 0
+        units[(depth, loop) if depth >= loops else (depth, loop, cfg.block_of[i])].append(i)
+    places = {key: (ins, memory_of(ins)) for key, ins in units.items()
+              if key[0] >= loops or (in_loop and in_loop <= set(memory_of(ins)))}  # the rest: hoisted
+    repeating = [memory for key, (_, memory) in places.items() if key[0] <= loops and memory]
+    fewest: dict[tuple, int] = {}
+    for memory in repeating:
+        for line, n in memory.items():
+            fewest[line] = min(fewest.get(line, n), n)
+    parts: list[list[int]] = [[]]
+    for (depth, *_), (ins, memory) in places.items():
+        unroll = 1
+        if memory and depth <= loops and len(repeating) > 1:
+            ratios = Counter(n // fewest[line] for line, n in memory.items() if n % fewest[line] == 0)
+            unroll = min(ratios.most_common(), key=lambda item: (-item[1], item[0]))[0] if ratios else 1
+        counts = Counter(chains[i] for i in ins)
+        seen: dict[tuple, int] = defaultdict(int)
+        for i in sorted(ins):
+            k = seen[chains[i]] * unroll // counts[chains[i]]
+            seen[chains[i]] += 1
+            while len(parts) <= k:
+                parts.append([])
+            parts[k].append(i)
+    return [sorted(part) for part in parts if part]
+
+
+def _place_scope(cfg: ControlFlowGraph, scope_id: int, members: list[int], loops: int | None, inner, inferred,
+                 claimed: list[int], pair: int, by_depth: bool = False) -> list[Site]:
+    """The sites of one scope's instructions `members`, numbering their pairs from `pair`.
+    `by_depth`: `loops` is the PTX's count around the scope's start, so every loop deeper than
+    that runs within one instance (ptxas sinks a few instructions of the loop around into an
+    inner one, which would make it no loop of the scope's alone)."""
+    sites: list[Site] = []
+    member_set = set(members)
+    if loops == 0 and _outside_loops(cfg, members):
+        first, last, blocks = _once(cfg, members)
+        span = [i for i in range(first, last + 1) if cfg.block_of[i] in blocks]
+        counts = _sharpness(None, span, member_set, inner, inferred)
+        return [Site(scope_id, "start", pair, first, first, cfg.block_of[first], **counts),
+                Site(scope_id, "end", pair, _end_index(cfg, last), last, cfg.block_of[last], **counts)]
+    inside = _loops_inside(cfg, member_set, claimed)
+    if by_depth and loops is not None:
+        inside |= {k for k, loop in enumerate(cfg.loops) if loop.depth > loops}
+    groups: dict[int | None, list[int]] = defaultdict(list)
+    for i in members:
+        groups[_key(cfg, cfg.loop_of[cfg.block_of[i]], inside)].append(i)
+    for loop, group in groups.items():
+        # Read per iteration only where no other group of the scope repeats inside this loop.
+        alone = loop is not None and not any(other is not None and other != loop and
+                                             cfg.loops[other].blocks < cfg.loops[loop].blocks for other in groups)
+        for first, lasts, blocks, iteration in _pairs(cfg, loop, group, alone):
+            if iteration and by_depth:
+                # A copy is one sentinel's code: spread over blocks not taken in turn, it runs
+                # on some iterations only, and a reading per iteration would count the others.
+                raise SassRewriteError(f"scope {scope_id}: a copy's code lies on paths of loop {loop} not taken in "
+                                       "every iteration")
+            if iteration:  # every instruction of the loop, wherever ptxas laid its blocks
+                span = [i for b in sorted(blocks) for i in range(cfg.blocks[b].start, cfg.blocks[b].end)]
+            else:
+                span = [i for i in range(first, lasts[0] + 1) if cfg.block_of[i] in blocks]
+            counts = _sharpness(loop, span, member_set, inner, inferred)
+            sites.append(Site(scope_id, "start", pair, first, first, cfg.block_of[first], **counts))
+            for last in lasts:
+                sites.append(Site(scope_id, "end", pair, _end_index(cfg, last), last, cfg.block_of[last], **counts))
+            pair += 1
+    return sites
 
 
 def _sharpness(loop: int | None, span: list[int], members: set[int], inner: list[int], inferred: list[bool]) -> dict:

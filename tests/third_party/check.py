@@ -20,7 +20,7 @@ from third_party import cases  # noqa: E402
 
 def sass_static(case) -> str:
     from third_party.cpu_compile import compile_case
-    from gwatch_nb.cuda.sass_session import _miscounted, _ptx_scopes, compiled_away_scopes
+    from gwatch_nb.cuda.sass_session import _miscounted, _ptx_scopes, compiled_away_scopes, ptx_lines_of
     from gwatch_nb.sass import markers
     from gwatch_nb.sass.callsites import CallSites
     from gwatch_nb.sass.instrument import instrument
@@ -34,7 +34,7 @@ def sass_static(case) -> str:
         source = sentinels.ensure(from_compiled_kernel(kernel))  # the count check reads the sentinels, as a trace does
         try:
             made = instrument(source.cubin, kernel.name, markers.from_source(fn), shared_bytes=kernel.metadata.shared,
-                              callsites=CallSites(fn))
+                              callsites=CallSites(fn), ptx=ptx_lines_of(source))
         except Exception as error:  # the verdict names it; the rest of the corpus still runs
             said.append(f"{kernel.name}: refused ({type(error).__name__}: {error})")
             continue
@@ -43,8 +43,9 @@ def sass_static(case) -> str:
             continue
         away = compiled_away_scopes(source, made.left_out, _ptx_scopes(source))
         left = sorted({row["scope"] for row in made.left_out} - set(away))
-        miscounted = _miscounted(source, made.start_depths)
-        said.append(f"{kernel.name}: {made.cost['readings']} readings" + (f", left out {left}" if left else "")
+        miscounted = _miscounted(source, made.start_depths, made.cost['placed_by'] == 'sentinels')
+        said.append(f"{kernel.name}: {made.cost['readings']} readings (placed by {made.cost['placed_by']})"
+                    + (f", left out {left}" if left else "")
                     + (f", compiled away {away}" if away else "")
                     + (f", {miscounted}" if miscounted else ""))
     return "; ".join(said)

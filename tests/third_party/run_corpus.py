@@ -120,7 +120,12 @@ def run_case(name: str, markers: bool) -> dict:
         differ = None
         if markers and tier != "ptx" and tier in counts and "ptx" in counts:
             a, b = counts["ptx"], counts[tier]
-            differ = sum(1 for k in set(a) | set(b) if a.get(k) != b.get(k))
+            keys = [k for k in set(a) | set(b) if a.get(k) != b.get(k)]
+            differ = len(keys)
+            # Per scope: the keys that differ, and one (ptx count, this tier's) to tell how.
+            result["differ_by_scope"] = {str(scope): [sum(1 for k in keys if k[-1] == scope),
+                                                      next([a.get(k, 0), b.get(k, 0)] for k in keys if k[-1] == scope)]
+                                         for scope in sorted({k[-1] for k in keys})}
         result["counts_differ"] = differ
         result["verdict"] = _verdict(result, ptx, differ, set(case.scopes) if markers else set())
     return out
