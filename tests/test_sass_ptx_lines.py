@@ -96,6 +96,12 @@ def test_each_copy_of_an_unrolled_static_body_is_read_as_often_as_its_sentinels_
     assert _miscounted(source, by_ptx.start_depths, by_ptx=True) == ""
     order = [(k, i) for k, i in zip(by_ptx.sites["kind"], by_ptx.sites["index"])]
     assert [k for k, _ in order] == ["start", "end"] * 4 and [i for _, i in order] == sorted(i for _, i in order)
+    # A pair moved to start where the one before ended is measured over its new bounds.
+    for n, kind in enumerate(by_ptx.sites["kind"]):
+        if kind == "start":
+            span = by_ptx.sites["span"][n]
+            assert span == by_ptx.sites["own"][n] + by_ptx.sites["other_scopes"][n] + by_ptx.sites["unscoped"][n]
+            assert 0 < span <= by_ptx.sites["index"][n + 1] - by_ptx.sites["index"][n] + 1
 
 
 def test_a_loop_ptxas_unrolled_is_read_once_per_source_iteration():

@@ -226,18 +226,24 @@ def place(instructions, locations: list[Location | None], markers: list[Marker],
                 pair = sum(site.kind == "start" for site in placed)
                 placed.extend(_place_scope(cfg, scope_id, part, loops, inner, inferred, claimed, pair,
                                             by_depth=copies is not None))
-        sites.extend(_in_turn(cfg, placed) if copies is not None else placed)
+        if copies is not None:
+            of_id = {i for i, held in enumerate(holding) if held & set(ks)}
+            placed = _in_turn(cfg, placed, lambda first, last, loop: _sharpness(
+                loop, [i for i in range(first, last + 1) if cfg.dominates(cfg.block_of[first], cfg.block_of[i])],
+                of_id, inner, inferred))
+        sites.extend(placed)
     return sorted(sites, key=lambda s: (s.index, s.kind == "start", s.scope))
 
 
-def _in_turn(cfg: ControlFlowGraph, sites: list[Site]) -> list[Site]:
+def _in_turn(cfg: ControlFlowGraph, sites: list[Site], sharpness) -> list[Site]:
     """The pairs of a scope's copies one after another: ptxas interleaves the copies of an
     unrolled body (their loads first, say), and the readings of one id must alternate. A copy
     whose code ends in a block some paths from its start skip (the body of an `if` ptxas made a
     branch) ends at the first block after it that every such path reaches. Taken in the order
     their code ends, each copy then starts where the one before it ended, if its own code began
     earlier and every path to its end passes that one's (an instance ends when its copy's last
-    instruction issues)."""
+    instruction issues). A pair so moved gets its sharpness again (`sharpness(first, last,
+    loop)`: Site's span fields over its new bounds)."""
     pairs: dict[int, list[Site]] = defaultdict(list)
     for site in sites:
         pairs[site.pair].append(site)
@@ -248,6 +254,11 @@ def _in_turn(cfg: ControlFlowGraph, sites: list[Site]) -> list[Site]:
         if before is not None and start.index < before.index and all(
                 cfg.dominates(_reading_block(cfg, before.index), _reading_block(cfg, e.index)) for e in ends):
             start = replace(start, index=before.index)
+        if start.index != start.instruction or any(e.index not in (e.instruction, e.instruction + 1) for e in ends):
+            last = max(e.index for e in ends) - 1
+            if last >= start.index:
+                counts = sharpness(start.index, last, start.loop)
+                start, ends = replace(start, **counts), [replace(e, **counts) for e in ends]
         out.append(start)
         out.extend(ends)
         before = ends[0] if len(ends) == 1 else None
