@@ -116,8 +116,8 @@ def table(cubin: bytes, kernel: str, ptx: str, assemble, identity: str,
           loaded_ptx: str | None = None) -> PtxLines | None:
     """The PTX-line table of `kernel` in `cubin`, whose sentinels `ptx` holds, or None where
     it cannot be made. `assemble(ptx)` makes a cubin with the kernel's own ptxas and options,
-    which `identity` names (triton_compat.ptxas_identity);
-    the table holds only where the self-lined copy's text is the cubin's. The copy is made of
+    which `identity` names (triton_compat.ptxas_identity); the table holds only where the
+    self-lined copy's text is the cubin's. The copy is made of
     `ptx` itself, else, where that text differs (the sentinels' inline assembly renames
     registers, which can change ptxas's code) and `loaded_ptx` (the PTX the cubin was built
     from) is given, of that PTX with the sentinels carried over as comments (`with_sentinels`).
