@@ -160,3 +160,11 @@ def test_the_self_lined_ptx_names_each_instruction_by_its_own_line():
             file, line = previous.split()[1:3]
             assert file == number and original[int(line) - 1] == text
     assert not any(re.match(rf"\s*\.loc\s+(?!{number}\b)", text) for text in lined)  # Triton's own are gone
+
+
+def test_without_line_information_there_is_no_table_and_the_source_lines_place(monkeypatch):
+    """ptxas writes no line program where Triton's line information is turned off: the copy
+    has no table to give, and the kernel is placed as before, not refused."""
+    kernel = compile_kernel(static_taps, STATIC_TAPS[0], {"BLOCK": 64})
+    monkeypatch.setenv("TRITON_DISABLE_LINE_INFO", "1")
+    assert _table(kernel) is None

@@ -20,6 +20,7 @@ import threading
 from dataclasses import dataclass
 
 from gwatch_nb._native import FORMAT
+from gwatch_nb.errors import SassRewriteError
 from gwatch_nb.cache import cache_dir
 from gwatch_nb.sass.cubin import Cubin
 from gwatch_nb.sass.lines import Location, line_table
@@ -143,7 +144,10 @@ def _from(cubin: bytes, kernel: str, marked: str, assemble, identity: str) -> Pt
         same = copy is not None and Cubin.parse(copy).text(kernel) == Cubin.parse(cubin).text(kernel)
     except Exception:  # a copy ptxas made without this kernel: no table
         same = False
-    locations = line_table(copy).get(kernel) if same else None
+    try:
+        locations = line_table(copy).get(kernel) if same else None
+    except SassRewriteError:  # no line program (line information turned off): no table
+        return None
     if locations is None:
         return None
     flow, copies = PtxFlow(marked.splitlines()), sentinel_copies(marked)
