@@ -15,21 +15,11 @@ import triton.language as tl  # noqa: E402
 from triton.language.extra import libdevice  # noqa: E402
 
 from compile_kernels import compile_kernel  # noqa: E402
+from corpus_kernels.basics import unrolled_taps  # noqa: E402
 from gwatch_nb.cuda.sass_session import _miscounted, _ptx_scopes, compiled_away_scopes  # noqa: E402
 from gwatch_nb.sass import markers  # noqa: E402
 from gwatch_nb.sass.instrument import instrument  # noqa: E402
 from gwatch_nb.triton import scope_end, scope_start  # noqa: E402
-
-
-@triton.jit
-def unrolled_taps(x_ptr, out_ptr, TAPS: tl.constexpr, BLOCK: tl.constexpr):
-    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    acc = tl.zeros([BLOCK], tl.float32)
-    for tap in range(TAPS):  # a constant trip count: the compiler unrolls it
-        scope_start(2)
-        acc += tl.load(x_ptr + offsets + tap) * (tap + 1)
-        scope_end(2)
-    tl.store(out_ptr + offsets, acc)
 
 
 @triton.jit

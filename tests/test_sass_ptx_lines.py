@@ -13,6 +13,7 @@ import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 
 from compile_kernels import compile_kernel  # noqa: E402
+from corpus_kernels.basics import unrolled_taps  # noqa: E402
 from gwatch_nb import triton_compat  # noqa: E402
 from gwatch_nb.cuda.sass_session import _miscounted  # noqa: E402
 from gwatch_nb.sass import markers, ptx_lines  # noqa: E402
@@ -20,17 +21,6 @@ from gwatch_nb.sass.cfg import ControlFlowGraph  # noqa: E402
 from gwatch_nb.sass.instrument import instrument  # noqa: E402
 from gwatch_nb.sass.rewrite import decoded  # noqa: E402
 from gwatch_nb.triton import scope_end, scope_start  # noqa: E402
-
-
-@triton.jit
-def static_taps(x_ptr, out_ptr, BLOCK: tl.constexpr):
-    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    acc = tl.zeros([BLOCK], tl.float32)
-    for tap in tl.static_range(4):  # Triton unrolls it: four copies of the scope in the PTX
-        scope_start(2)
-        acc += tl.load(x_ptr + offsets + tap) * (tap + 1)
-        scope_end(2)
-    tl.store(out_ptr + offsets, acc)
 
 
 @triton.jit
@@ -45,7 +35,7 @@ def running_count(mask_ptr, out_ptr, n_blocks, BLOCK: tl.constexpr):
     tl.store(out_ptr + tl.arange(0, BLOCK), acc)
 
 
-STATIC_TAPS = ({"x_ptr": "*fp32", "out_ptr": "*fp32"}, {"BLOCK": 128})
+TAPS = ({"x_ptr": "*fp32", "out_ptr": "*fp32"}, {"TAPS": 4, "BLOCK": 128})  # four copies of scope 2 in the PTX
 RUNNING_COUNT = ({"mask_ptr": "*i8", "out_ptr": "*i32", "n_blocks": "i32"}, {"BLOCK": 128})
 
 
@@ -57,7 +47,7 @@ def _table(kernel, cubin=None):
 
 
 def test_every_instruction_gets_the_ptx_instruction_it_came_from():
-    kernel = compile_kernel(static_taps, *STATIC_TAPS)
+    kernel = compile_kernel(unrolled_taps, *TAPS)
     table = _table(kernel)
     instructions = decoded(kernel.asm["cubin"])[kernel.metadata.name]
     assert table is not None and len(table.locations) == len(instructions)
@@ -74,19 +64,19 @@ def test_every_instruction_gets_the_ptx_instruction_it_came_from():
 def test_the_copy_is_checked_against_the_kernel_that_runs():
     """A cubin whose text is not the self-lined copy's (here: the kernel built for another
     block size) gets no table, and the source lines place its scopes."""
-    kernel = compile_kernel(static_taps, *STATIC_TAPS)
-    other = compile_kernel(static_taps, STATIC_TAPS[0], {"BLOCK": 256})
+    kernel = compile_kernel(unrolled_taps, *TAPS)
+    other = compile_kernel(unrolled_taps, TAPS[0], {"TAPS": 4, "BLOCK": 256})
     assert _table(kernel, cubin=other.asm["cubin"]) is None
-    made = instrument(other.asm["cubin"], other.metadata.name, markers.from_source(static_taps), ptx=None)
+    made = instrument(other.asm["cubin"], other.metadata.name, markers.from_source(unrolled_taps), ptx=None)
     assert made.cost["placed_by"] == "source lines"
 
 
-def test_each_copy_of_an_unrolled_static_body_is_read_as_often_as_its_sentinels_run():
+def test_each_copy_of_a_body_triton_unrolled_is_read_as_often_as_its_sentinels_run():
     """By the source lines the four copies are one scope, read once (the count check sends such
     a kernel to the ptx tier); by the PTX lines each copy has its pair, in turn where ptxas
     interleaved them, and the readings still pair on every path."""
-    kernel = compile_kernel(static_taps, *STATIC_TAPS)
-    found = markers.from_source(static_taps)
+    kernel = compile_kernel(unrolled_taps, *TAPS)
+    found = markers.from_source(unrolled_taps)
     by_source = instrument(kernel.asm["cubin"], kernel.metadata.name, found)
     by_ptx = instrument(kernel.asm["cubin"], kernel.metadata.name, found, ptx=_table(kernel))
     source = types.SimpleNamespace(ptx=kernel.asm["ptx"])
@@ -150,7 +140,7 @@ def test_a_pipelined_loops_copies_each_end_where_their_execution_meets_a_sentine
 
 
 def test_the_self_lined_ptx_names_each_instruction_by_its_own_line():
-    kernel = compile_kernel(static_taps, *STATIC_TAPS)
+    kernel = compile_kernel(unrolled_taps, *TAPS)
     ptx = kernel.asm["ptx"]
     lined = ptx_lines.self_lined(ptx).splitlines()
     number = re.search(rf'\.file\s+(\d+)\s+"{ptx_lines.PTX_FILE}"', "\n".join(lined)).group(1)
@@ -165,6 +155,6 @@ def test_the_self_lined_ptx_names_each_instruction_by_its_own_line():
 def test_without_line_information_there_is_no_table_and_the_source_lines_place(monkeypatch):
     """ptxas writes no line program where Triton's line information is turned off: the copy
     has no table to give, and the kernel is placed as before, not refused."""
-    kernel = compile_kernel(static_taps, STATIC_TAPS[0], {"BLOCK": 64})
+    kernel = compile_kernel(unrolled_taps, TAPS[0], {"TAPS": 4, "BLOCK": 64})
     monkeypatch.setenv("TRITON_DISABLE_LINE_INFO", "1")
     assert _table(kernel) is None

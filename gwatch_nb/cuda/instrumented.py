@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from .. import ptx as ptx_rewrite
 from .. import triton_compat
-from ..cache import cache_dir
+from ..cache import cache_dir, kept
 from ..records import SiteTable
 from ..errors import TraceFailedError
 from ..sources import KernelSource
@@ -42,17 +42,7 @@ class InstrumentedKernel:
 
 def _cached_cubin(text: str, metadata: dict) -> bytes:
     key = hashlib.sha256((text + triton_compat.ptxas_identity(metadata)).encode()).hexdigest()
-    path = os.path.join(cache_dir(), "cubin", key + ".cubin")
-    if os.path.exists(path):
-        with open(path, "rb") as f:
-            return f.read()
-    cubin = triton_compat.assemble_like_triton(text, metadata)
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    partial = f"{path}.{os.getpid()}.tmp"
-    with open(partial, "wb") as f:
-        f.write(cubin)
-    os.replace(partial, path)
-    return cubin
+    return kept("cubin", key + ".cubin", lambda: triton_compat.assemble_like_triton(text, metadata))
 
 
 def _ptxas_complaint(error: Exception) -> str:

@@ -14,8 +14,9 @@ from gwatch_nb._native import FORMAT
 from gwatch_nb.errors import SassRewriteError
 from gwatch_nb.sass.ptx_flow import PtxFlow
 
-_FILE = re.compile(r'^\s*\.file\s+(\d+)\s+"([^"]*)"(?:\s*,.*)?$', re.M)
-_LOC = re.compile(r"^\s*\.loc\s+(\d+)\s+(\d+)\b")
+#: A PTX file declaration (number, path) and a PTX line location (file number, line).
+FILE = re.compile(r'^\s*\.file\s+(\d+)\s+"([^"]*)"(?:\s*,.*)?$', re.M)
+LOC = re.compile(r"^\s*\.loc\s+(\d+)\s+(\d+)\b")
 _MARKERS = {"scope_start": "start", "scope_end": "end"}
 # The sentinel a marker leaves in the PTX (its text is the format header's): "start"/"end", then the id.
 #: A sentinel in the PTX: its kind's text (group 1), then its scope id (group 2).
@@ -47,10 +48,10 @@ def ptx_start_depths(ptx: str) -> dict[int, list[int]]:
 
 def from_ptx(ptx: str) -> list[Marker]:
     """The distinct markers of the PTX in source order (a sentinel the pipeliner copied is one marker)."""
-    files = {int(number): path for number, path in _FILE.findall(ptx)}
+    files = {int(number): path for number, path in FILE.findall(ptx)}
     found, loc = set(), None
     for number, text in enumerate(ptx.splitlines(), 1):
-        at = _LOC.match(text)
+        at = LOC.match(text)
         if at:
             loc = (int(at.group(1)), int(at.group(2)))
             continue

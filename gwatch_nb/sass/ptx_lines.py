@@ -21,18 +21,16 @@ from dataclasses import dataclass
 
 from gwatch_nb._native import FORMAT
 from gwatch_nb.errors import SassRewriteError
-from gwatch_nb.cache import cache_dir
+from gwatch_nb.cache import kept
 from gwatch_nb.sass.cubin import Cubin
 from gwatch_nb.sass.lines import Location, line_table
-from gwatch_nb.sass.markers import SENTINEL
+from gwatch_nb.sass.markers import FILE, LOC, SENTINEL
 from gwatch_nb.sass.ptx_flow import FUNCTION, PtxFlow
 from gwatch_nb.sass.sites import Scope
 
 #: The file name the copy's line table gives every instruction.
 PTX_FILE = "gwatch.ptx"
 
-_FILE = re.compile(r'^\s*\.file\s+(\d+)\s')
-_LOC = re.compile(r"^\s*\.loc\s")
 # An instruction: an optional guard, an opcode, operands, a semicolon (directives start with a dot).
 _INSTRUCTION = re.compile(r"^\s*(?:@!?%\w+\s+)?[a-z][\w.]*(?:\s[^;]*)?;")
 
@@ -54,13 +52,13 @@ def self_lined(ptx: str) -> str:
     instruction's own line (1-based, in `ptx`) of a new file, declared after the last one (or
     before the first function where there is none)."""
     lines = ptx.splitlines()
-    files = [n for n, text in enumerate(lines) if _FILE.match(text)]
-    number = max((int(_FILE.match(lines[n]).group(1)) for n in files), default=0) + 1
+    files = [n for n, text in enumerate(lines) if FILE.match(text)]
+    number = max((int(FILE.match(lines[n]).group(1)) for n in files), default=0) + 1
     declare_after = files[-1] if files else None
     declaration = f'.file {number} "{PTX_FILE}"'
     out, in_function = [], False
     for n, text in enumerate(lines):
-        if _LOC.match(text):
+        if LOC.match(text):
             continue
         if FUNCTION.match(text):
             if declare_after is None:
@@ -75,15 +73,16 @@ def self_lined(ptx: str) -> str:
     return "\n".join(out) + "\n"
 
 
-def sentinel_copies(ptx: str) -> list[Scope]:
+def sentinel_copies(ptx: str, flow: PtxFlow | None = None) -> list[Scope]:
     """One scope per start sentinel of the PTX (a copy Triton made of a marker is a scope of its
     own): the PTX lines its execution runs through before a sentinel of its id (its end, or
     the next copy's start), following the control flow, so a loop LLVM laid out with its tail
     above its header still ends where it runs to. It does not enter a loop that holds other
     sentinels of its id and not itself: that loop is the scope's own, the pipeliner's copy
-    before it stops at its door. `loops`: the PTX loops around its start."""
+    before it stops at its door. `loops`: the PTX loops around its start. `flow`: the PTX's
+    control flow, where already made."""
     lines = ptx.splitlines()
-    flow = PtxFlow(lines)
+    flow = flow or PtxFlow(lines)
     sentinels = [(n, found.group(1) == FORMAT["MARKER_START"], int(found.group(2)))
                  for n, text in enumerate(lines) if (found := SENTINEL.search(text))]
     at_sentinel: dict[int, set[int]] = {}
@@ -150,7 +149,8 @@ def _from(cubin: bytes, kernel: str, marked: str, assemble, identity: str) -> Pt
         return None
     if locations is None:
         return None
-    flow, copies = PtxFlow(marked.splitlines()), sentinel_copies(marked)
+    flow = PtxFlow(marked.splitlines())
+    copies = sentinel_copies(marked, flow)
     return PtxLines([loc if loc is not None and os.path.basename(loc.file) == PTX_FILE else None for loc in locations],
                     copies, {n + 1: d for n, d in enumerate(flow.depth)},
                     frozenset(c.start_line for c in copies if not flow.every_iteration(c.start_line - 1)))
@@ -169,7 +169,7 @@ def with_sentinels(loaded: str, marked: str) -> str | None:
     it (or after the one matching the line before it); where neither matches, or under 95% of
     the lines match, there is no table."""
     source = loaded.splitlines()
-    plain = [n for n, text in enumerate(source) if not _LOC.match(text)]
+    plain = [n for n, text in enumerate(source) if not LOC.match(text)]
     lines, sentinels, kept = marked.splitlines(), [], []
     n = 0
     while n < len(lines):
@@ -181,7 +181,7 @@ def with_sentinels(loaded: str, marked: str) -> str | None:
                 sentinels.append((len(kept), lines[found[0]].strip()))
                 n = end + 1
                 continue
-        if not _LOC.match(text):
+        if not LOC.match(text):
             kept.append(text)
         n += 1
     shape = lambda text: " ".join(_VIRTUAL.sub("%", text.split("//")[0]).split())
@@ -214,17 +214,10 @@ def with_sentinels(loaded: str, marked: str) -> str | None:
 def _cached_copy(ptx: str, assemble, identity: str) -> bytes | None:
     """The self-lined copy of `ptx`, assembled (None: ptxas refused it), kept under the cache root."""
     lined = self_lined(ptx)
-    path = os.path.join(cache_dir(), "ptx-lines", hashlib.sha256((lined + identity).encode()).hexdigest() + ".cubin")
-    if os.path.exists(path):
-        with open(path, "rb") as f:
-            return f.read() or None
-    try:
-        copy = assemble(lined)
-    except Exception:  # ptxas refused the copy: the source lines place the scopes
-        copy = None
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    partial = f"{path}.{os.getpid()}.tmp"
-    with open(partial, "wb") as f:
-        f.write(copy or b"")
-    os.replace(partial, path)
-    return copy
+
+    def make() -> bytes:
+        try:
+            return assemble(lined)
+        except Exception:  # ptxas refused the copy (kept as nothing): the source lines place the scopes
+            return b""
+    return kept("ptx-lines", hashlib.sha256((lined + identity).encode()).hexdigest() + ".cubin", make) or None

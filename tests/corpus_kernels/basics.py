@@ -1,6 +1,7 @@
 """Small kernels that pin down the basic shapes: a vector add with and without markers,
 scopes nested three deep in nested loops, a kernel whose later programs return
-before their second scope, and scopes around code ptxas makes a subroutine of."""
+before their second scope, scopes around code ptxas makes a subroutine of, and a scope in a
+loop of constant trip count, which Triton unrolls into four copies."""
 import numpy as np
 import torch
 import triton
@@ -109,6 +110,17 @@ def divide_in_scopes(X, Q, R, N, D, E, BLOCK: tl.constexpr):
 
 
 VECTOR_BLOCK, NESTED_BLOCK, EARLY_BLOCK = 1024, 128, 256
+
+
+@triton.jit
+def unrolled_taps(x_ptr, out_ptr, TAPS: tl.constexpr, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    acc = tl.zeros([BLOCK], tl.float32)
+    for tap in range(TAPS):  # a constant trip count: the compiler unrolls it
+        scope_start(2)
+        acc += tl.load(x_ptr + offsets + tap) * (tap + 1)
+        scope_end(2)
+    tl.store(out_ptr + offsets, acc)
 
 
 def _vector_inputs(device):
