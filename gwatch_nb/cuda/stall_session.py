@@ -115,8 +115,9 @@ class StallSession:
 
     def _owners(self, function: int, name: str):
         """What charges a PC of this kernel to a scope: its markers in the cubin Triton loaded,
-        placed as the sass tier places them (by the PTX's sentinels where they pair); a kernel
-        not Triton's (or whose cubin is not found) has every sample outside scopes."""
+        each instruction the scope whose sentinels delimit its PTX instruction where the
+        kernel's PTX-line table can be made (else its source line's); a kernel not Triton's
+        (or whose cubin is not found) has every sample outside scopes."""
         source = self._sources.find(function)
         if source is None or source.cubin is None:
             return lambda pc: OUTSIDE

@@ -1,11 +1,13 @@
 """Which scope each instruction of a kernel is: what a PC sample is charged to (stall_reasons.py).
 
-A marker scope owns the instructions whose source line lies between its markers, found as
-the sass tier's placement finds them (sites.home_chains, sites.innermost_scopes): the
-innermost scope holding an instruction owns it. An automatic loop scope owns its loop's
-blocks where no marker scope claims them; a wait scope, its wait instruction (an mbarrier
-wait, the retry loop it spins in), inside its loop's. In a kernel the sass tier rewrote, the probes' instructions are their own
-scope (stall_reasons.PROBES): `original_indices` gives each rewritten instruction the original it was."""
+A marker scope owns the instructions whose PTX instruction lies between its sentinels, where
+the kernel's PTX-line table is given (ptx_lines.py), else those whose source line lies between
+its markers, found as the sass tier's placement finds them (sites.home_chains,
+sites.innermost_scopes): the innermost scope holding an instruction owns it. An automatic loop
+scope owns its loop's blocks where no marker scope claims them; a wait scope, its wait
+instruction (an mbarrier wait, the retry loop it spins in), inside its loop's. In a kernel the
+sass tier rewrote, the probes' instructions are their own scope (stall_reasons.PROBES):
+`original_indices` gives each rewritten instruction the original it was."""
 from __future__ import annotations
 
 from gwatch_nb.sass.callsites import CallSites
