@@ -18,7 +18,7 @@ from gwatch_nb import triton_compat  # noqa: E402
 from gwatch_nb.cuda.sass_session import _miscounted  # noqa: E402
 from gwatch_nb.sass import markers, ptx_lines  # noqa: E402
 from gwatch_nb.sass.cfg import ControlFlowGraph  # noqa: E402
-from gwatch_nb.sass.instrument import instrument  # noqa: E402
+from gwatch_nb.sass.instrument import NO_CODE, instrument  # noqa: E402
 from gwatch_nb.sass.rewrite import decoded  # noqa: E402
 from gwatch_nb.triton import scope_end, scope_start  # noqa: E402
 
@@ -35,8 +35,40 @@ def running_count(mask_ptr, out_ptr, n_blocks, BLOCK: tl.constexpr):
     tl.store(out_ptr + tl.arange(0, BLOCK), acc)
 
 
+@triton.jit
+def empty_scopes(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.arange(0, BLOCK)
+    acc = tl.zeros([BLOCK], tl.float32)
+    for i in range(0, n):
+        scope_start(2)  # no code: read where scope 3 starts, as often
+        pass
+        scope_end(2)
+        scope_start(3)
+        acc += tl.load(x_ptr + i * BLOCK + offsets)
+        scope_end(3)
+    if n > 7:
+        scope_start(4)  # no code, and nothing else runs only when n > 7: unread
+        pass
+        scope_end(4)
+    tl.store(out_ptr + offsets, acc)
+
+
+@triton.jit
+def guarded_inner(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.arange(0, BLOCK)
+    acc = tl.zeros([BLOCK], tl.float32)
+    for i in range(0, n):
+        scope_start(2)  # every iteration; ptxas tests the inner loop's trip count in each
+        for j in range(0, (i + n) % 4):
+            acc += tl.load(x_ptr + (i + j) * BLOCK + offsets)
+        scope_end(2)
+    tl.store(out_ptr + offsets, acc)
+
+
 TAPS = ({"x_ptr": "*fp32", "out_ptr": "*fp32"}, {"TAPS": 4, "BLOCK": 128})  # four copies of scope 2 in the PTX
 RUNNING_COUNT = ({"mask_ptr": "*i8", "out_ptr": "*i32", "n_blocks": "i32"}, {"BLOCK": 128})
+GUARDED_INNER = ({"x_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32"}, {"BLOCK": 128})
+EMPTY_SCOPES = ({"x_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32"}, {"BLOCK": 128})
 
 
 def _table(kernel, cubin=None):
@@ -112,6 +144,53 @@ def test_a_loop_ptxas_unrolled_is_read_once_per_source_iteration():
                                        if k == "start" and lp == n) for n in range(len(cfg.loops)))
     assert per_loop(by_source) == [1, 1]
     assert per_loop(by_ptx) == [1, 4] == sorted(loads)
+
+
+def test_a_scope_with_no_instruction_is_read_where_a_scope_as_frequent_starts():
+    """Scope 2 has no code: by the source lines it is left out; by the PTX lines each of its
+    sentinels runs as often as scope 3's start, so it gets a zero-length pair at each of scope
+    3's start readings, one per iteration ptxas unrolled. Scope 4 (an empty `if` body) runs as
+    often as no other scope and stays unread."""
+    kernel = compile_kernel(empty_scopes, *EMPTY_SCOPES)
+    name = kernel.metadata.name
+    found = markers.from_source(empty_scopes)
+    by_source = instrument(kernel.asm["cubin"], name, found)
+    assert {o["scope"] for o in by_source.left_out} == {2, 4}
+    table = _table(kernel)
+    by_ptx = instrument(kernel.asm["cubin"], name, found, ptx=table)
+    assert by_ptx.cost["placed_by"] == "sentinels"
+    assert [(o["scope"], o["reason"]) for o in by_ptx.left_out] == [(4, NO_CODE)]
+    sites = list(zip(by_ptx.sites["scope"], by_ptx.sites["kind"], by_ptx.sites["pair"], by_ptx.sites["index"]))
+    starts_3 = sorted(i for scope, kind, _, i in sites if scope == 3 and kind == "start")
+    pairs_2 = {}
+    for scope, kind, pair, i in sites:
+        if scope == 2:
+            pairs_2.setdefault(pair, []).append((kind, i))
+    assert len(starts_3) > 1, "ptxas no longer unrolls the loop: the case shows less"
+    assert sorted(p[0][1] for p in pairs_2.values()) == starts_3
+    assert all([k for k, _ in p] == ["start", "end"] and p[0][1] == p[1][1] for p in pairs_2.values())
+    assert by_ptx.start_depths[2] == by_ptx.start_depths[3]
+
+
+def test_a_body_spread_over_a_guarded_inner_loop_is_one_pair_per_iteration():
+    """ptxas puts the inner loop's zero-trip test in the outer body, so scope 2's code lies on
+    paths not all taken: by the source lines it is read in pieces; by the PTX lines, which
+    say it runs every iteration, one pair per outer iteration, from its first instruction to
+    where the paths meet again."""
+    kernel = compile_kernel(guarded_inner, *GUARDED_INNER)
+    name = kernel.metadata.name
+    found = markers.from_source(guarded_inner)
+    by_source = instrument(kernel.asm["cubin"], name, found)
+    assert by_source.sites["kind"].count("start") > 1, "ptxas no longer spreads the body: the case shows nothing"
+    by_ptx = instrument(kernel.asm["cubin"], name, found, ptx=_table(kernel))
+    assert by_ptx.cost["placed_by"] == "sentinels"
+    assert by_ptx.sites["kind"] == ["start", "end"]
+    cfg = ControlFlowGraph(decoded(kernel.asm["cubin"])[name], name)
+    start, end = by_ptx.sites["index"]
+    (outer,) = {by_ptx.sites["loop"][0], by_ptx.sites["loop"][1]}
+    assert cfg.loops[outer].depth == 1 and cfg.blocks[cfg.block_of[end]].start == end
+    assert all(cfg.dominates(cfg.block_of[start], tail) and cfg.dominates(cfg.block_of[end], tail)
+               for tail, _ in cfg.loops[outer].back_edges)
 
 
 def test_a_pipelined_loops_copies_each_end_where_their_execution_meets_a_sentinel():

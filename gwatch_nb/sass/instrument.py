@@ -79,7 +79,7 @@ def instrument(cubin: bytes, kernel: str, markers: list, scopes: frozenset | Non
         # would count each one.
         try:
             rows = _marker_rows(scope_sites.place(instructions, ptx.locations, [], kernel, cfg, copies=ptx.copies,
-                                                  line_depths=ptx.depths), scopes)
+                                                  line_depths=ptx.depths, same_count=ptx.same_count), scopes)
             by_ptx = not pairing.check(cfg, [pairing.PlacedReading(r["index"], r["scope"], r["kind"] == "end")
                                              for r in sorted(rows, key=_reading_order(rows))]).faults
         except SassRewriteError:

@@ -20,8 +20,9 @@ FUNCTION = re.compile(r"^\s*(?:\.visible\s+|\.weak\s+)?\.(?:entry|func)\b")
 class PtxFlow:
     """`starts[k]`, `ends[k]`: block k's lines (0-based, end exclusive); `successors[k]`;
     `block_of[n]` per line; `loops`: each natural loop's set of blocks, `latches` the block
-    whose back edge closes it; `dominators[k]`: a bit mask of the blocks dominating block k;
-    `depth[n]`: how many loops hold line n."""
+    whose back edge closes it; `dominators[k]`: a bit mask of the blocks dominating block k,
+    `postdominators[k]` of those every path from it to a return passes (0: it reaches none);
+    `depth[n]`: how many loops hold line n; `headers[k]` loop k's header block."""
 
     def __init__(self, lines: list[str]):
         starts = sorted({0} | {n for n, text in enumerate(lines) if _LABEL.match(text) or FUNCTION.match(text)}
@@ -31,14 +32,30 @@ class PtxFlow:
         self.block_of = [k for k, (a, b) in enumerate(zip(self.starts, self.ends)) for _ in range(a, b)]
         self.successors = self._successors(lines)
         self.loops = self._loops(lines)
+        self.postdominators = self._postdominators()
         inside = [sum(k in loop for loop in self.loops) for k in range(len(self.starts))]
         self.depth = [inside[k] for k in self.block_of]
 
     def every_iteration(self, line: int) -> bool:
-        """Whether every iteration of each loop around `line` (0-based) passes it."""
+        """Whether every iteration of the innermost loop around `line` (0-based) passes it (all
+        of its back edges). The loops outside it may skip that loop, but ptxas keeps a loop a
+        loop: what it may predicate into every iteration is code of the loop's own body."""
         block = self.block_of[line]
-        return all(self.dominators[latch] >> block & 1 for loop, latch in zip(self.loops, self.latches)
-                   if block in loop)
+        around = [k for k, loop in enumerate(self.loops) if block in loop]
+        if not around:
+            return True
+        header = self.headers[min(around, key=lambda k: len(self.loops[k]))]
+        return all(self.dominators[self.latches[k]] >> block & 1 for k in around if self.headers[k] == header)
+
+    def same_count(self, a: int, b: int) -> bool:
+        """Whether lines `a` and `b` (0-based) run equally often on every path: their blocks
+        are in the same loops and one dominates the other, which postdominates it (no cycle
+        or exit passes one without the other)."""
+        x, y = self.block_of[a], self.block_of[b]
+        if [x in loop for loop in self.loops] != [y in loop for loop in self.loops]:
+            return False
+        return any(self.dominators[last] >> first & 1 and self.postdominators[first] >> last & 1
+                   for first, last in ((x, y), (y, x)))
 
     def _successors(self, lines: list[str]) -> list[list[int]]:
         starts, ends = self.starts, self.ends
@@ -74,11 +91,26 @@ class PtxFlow:
                 successors.append(falls * guarded if _RETURN.search(last) else falls)
         return successors
 
-    def _loops(self, lines: list[str]) -> list[set[int]]:
+    def _postdominators(self) -> list[int]:
+        """Dominators of the reversed graph, its roots the blocks that return or fall off the end."""
+        exits = [b for b, targets in enumerate(self.successors) if not targets]
+        reached, stack, predecessors = set(), list(exits), self._predecessors()
+        while stack:
+            b = stack.pop()
+            if b not in reached:
+                reached.add(b)
+                stack.extend(predecessors[b])
+        return dominators(self.successors, sorted(reached, reverse=True), exits)
+
+    def _predecessors(self) -> list[list[int]]:
         predecessors: list[list[int]] = [[] for _ in self.starts]
         for b, targets in enumerate(self.successors):
             for t in targets:
                 predecessors[t].append(b)
+        return predecessors
+
+    def _loops(self, lines: list[str]) -> list[set[int]]:
+        predecessors = self._predecessors()
         reached, stack = set(), list(self.roots)
         while stack:
             b = stack.pop()
@@ -86,8 +118,8 @@ class PtxFlow:
                 reached.add(b)
                 stack.extend(self.successors[b])
         dom = self.dominators = dominators(predecessors, sorted(reached), self.roots)
-        self.latches = [tail for tail, targets in enumerate(self.successors) for header in targets
-                        if dom[tail] >> header & 1]  # each back edge's source, one per loop
-        return [natural_loop(header, tail, predecessors, dom)
-                for tail, targets in enumerate(self.successors) for header in targets
-                if dom[tail] >> header & 1]
+        back_edges = [(tail, header) for tail, targets in enumerate(self.successors) for header in targets
+                      if dom[tail] >> header & 1]
+        self.latches = [tail for tail, _ in back_edges]  # each back edge's source, one per loop
+        self.headers = [header for _, header in back_edges]
+        return [natural_loop(header, tail, predecessors, dom) for tail, header in back_edges]

@@ -45,6 +45,10 @@ class PtxLines:
     depths: dict[int, int]            # per 1-based PTX line: the PTX loops around it
     # start lines of copies some iterations of a loop around them skip (an `if` in the loop body)
     conditional: frozenset[int]
+    # per copy, the other copies whose start runs as often as its own code, nearest first: where
+    # ptxas left a copy no instruction, its readings go at theirs (sites.place); none where its
+    # own lines do not all run as often as its start
+    same_count: list[tuple[int, ...]]
 
 
 def self_lined(ptx: str) -> str:
@@ -153,7 +157,21 @@ def _from(cubin: bytes, kernel: str, marked: str, assemble, identity: str) -> Pt
     copies = sentinel_copies(marked, flow)
     return PtxLines([loc if loc is not None and os.path.basename(loc.file) == PTX_FILE else None for loc in locations],
                     copies, {n + 1: d for n, d in enumerate(flow.depth)},
-                    frozenset(c.start_line for c in copies if not flow.every_iteration(c.start_line - 1)))
+                    frozenset(c.start_line for c in copies if not flow.every_iteration(c.start_line - 1)),
+                    same_count(copies, flow))
+
+
+def same_count(copies: list[Scope], flow: PtxFlow) -> list[tuple[int, ...]]:
+    """Per copy, the other copies whose start sentinel runs as often as every line of it
+    (flow.same_count), nearest in the PTX first."""
+    out = []
+    for k, copy in enumerate(copies):
+        start = copy.start_line - 1
+        straight = all(flow.same_count(start, line - 1) for line in copy.lines)
+        out.append(tuple(sorted((j for j, other in enumerate(copies) if j != k and straight
+                                 and flow.same_count(start, other.start_line - 1)),
+                                key=lambda j: abs(copies[j].start_line - copy.start_line))))
+    return out
 
 
 _VIRTUAL = re.compile(r"%[a-z]+\d+|<\d+>")

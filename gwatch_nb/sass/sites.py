@@ -200,13 +200,15 @@ def innermost_scopes(chains, scopes: list[Scope]) -> tuple[list[int], list[froze
 
 def place(instructions, locations: list[Location | None], markers: list[Marker], kernel: str = "?",
           cfg: ControlFlowGraph | None = None, callsites: CallSites | None = None,
-          copies: list[Scope] | None = None, line_depths: dict[int, int] | None = None) -> list[Site]:
+          copies: list[Scope] | None = None, line_depths: dict[int, int] | None = None,
+          same_count: list[tuple[int, ...]] | None = None) -> list[Site]:
     """The start and end sites of every scope the markers define, on the final schedule
     (`callsites`: the kernel's own calls, to place library code the line table gives no call site).
     `copies`: instead of the markers, the scopes of the PTX's sentinels, with the locations PTX
     lines (ptx_lines.py): each copy Triton made of a scope (an unrolled `tl.static_range` body)
     is placed on its own, and each iteration ptxas unrolled; `line_depths`: the PTX loops
-    around each PTX line."""
+    around each PTX line; `same_count`: per copy, the copies whose start runs as often as it
+    (a scope ptxas left no instruction is read at theirs, `_at_neighbours`)."""
     cfg = cfg or ControlFlowGraph(instructions, kernel)
     if len(locations) != len(instructions):
         raise SassRewriteError(f"kernel {kernel}: {len(locations)} line entries for {len(instructions)} instructions")
@@ -216,23 +218,54 @@ def place(instructions, locations: list[Location | None], markers: list[Marker],
     inner, holding = innermost_scopes(chains, scopes)
     claimed = [i for i, chain in enumerate(chains) if chain]
     sites: list[Site] = []
+    starts_of: dict[int, list[Site]] = {}  # per copy, its start sites
     for scope_id in dict.fromkeys(s.scope_id for s in scopes):
         ks = [k for k, s in enumerate(scopes) if s.scope_id == scope_id]
         placed: list[Site] = []
+        pairs_of: dict[int, range] = {}
         for copy in ([{k} for k in ks] if copies is not None else [set(ks)]):
             members, loops = _members(cfg, scopes, copy, holding, hoisted=copies is not None)
             parts = _unrolled(cfg, members, loops, chains, line_depths) if copies is not None else [members]
+            first_pair = sum(site.kind == "start" for site in placed)
             for part in parts:
                 pair = sum(site.kind == "start" for site in placed)
                 placed.extend(_place_scope(cfg, scope_id, part, loops, inner, inferred, claimed, pair,
                                             by_depth=copies is not None))
+            pairs_of[min(copy)] = range(first_pair, sum(site.kind == "start" for site in placed))
         if copies is not None:
             of_id = {i for i, held in enumerate(holding) if held & set(ks)}
             placed = _in_turn(cfg, placed, lambda first, last, loop: _sharpness(
                 loop, [i for i in range(first, last + 1) if cfg.dominates(cfg.block_of[first], cfg.block_of[i])],
                 of_id, inner, inferred))
+            for k, pairs in pairs_of.items():
+                starts_of[k] = [site for site in placed if site.kind == "start" and site.pair in pairs]
         sites.extend(placed)
+    if copies is not None and same_count is not None:
+        sites.extend(_at_neighbours(scopes, same_count, starts_of))
     return sorted(sites, key=lambda s: (s.index, s.kind == "start", s.scope))
+
+
+def _at_neighbours(copies: list[Scope], same_count: list[tuple[int, ...]],
+                   starts_of: dict[int, list[Site]]) -> list[Site]:
+    """Zero-length pairs for the scopes none of whose copies kept an instruction (an empty
+    body, a load the pipeliner moved elsewhere): each copy read at every start reading of the
+    nearest copy with readings whose start runs as often as it. A scope with a copy that has
+    no such neighbour stays unread."""
+    out: list[Site] = []
+    for scope_id in dict.fromkeys(c.scope_id for c in copies):
+        ks = [k for k, c in enumerate(copies) if c.scope_id == scope_id]
+        if any(starts_of.get(k) for k in ks):
+            continue
+        anchors = [next((starts_of[j] for j in same_count[k] if starts_of.get(j)), None) for k in ks]
+        if any(a is None for a in anchors):
+            continue
+        pair = 0
+        for at in (site for anchor in anchors for site in sorted(anchor, key=lambda s: s.index)):
+            common = dict(index=at.index, instruction=at.instruction, block=at.block, loop=at.loop, span=0, own=0,
+                          other_scopes=0, unscoped=0, inferred=0)
+            out += [Site(scope_id, "start", pair, **common), Site(scope_id, "end", pair, **common)]
+            pair += 1
+    return out
 
 
 def _in_turn(cfg: ControlFlowGraph, sites: list[Site], sharpness) -> list[Site]:
@@ -383,21 +416,49 @@ def _place_scope(cfg: ControlFlowGraph, scope_id: int, members: list[int], loops
         alone = loop is not None and not any(other is not None and other != loop and
                                              cfg.loops[other].blocks < cfg.loops[loop].blocks for other in groups)
         for first, lasts, blocks, iteration in _pairs(cfg, loop, group, alone):
+            join = None
             if iteration and by_depth:
-                # A copy is one sentinel's code: spread over blocks not taken in turn, it runs
-                # on some iterations only, and a reading per iteration would count the others.
-                raise SassRewriteError(f"scope {scope_id}: a copy's code lies on paths of loop {loop} not taken in "
-                                       "every iteration")
-            if iteration:  # every instruction of the loop, wherever ptxas laid its blocks
+                # A copy runs every iteration of its PTX loop (ptx_lines' `conditional` sends the
+                # others to the source lines): spread over paths (a zero-trip test before an
+                # inner loop), it is read from the block every iteration passes that holds its
+                # first instruction to where its paths meet again, never per iteration of a loop
+                # an unrolled copy shares.
+                first, join, blocks = _to_join(cfg, scope_id, loop, group)
+                lasts = (max(i for i in group if cfg.loop_of[cfg.block_of[i]] == loop),)
+            if iteration and join is None:  # every instruction of the loop, wherever ptxas laid its blocks
                 span = [i for b in sorted(blocks) for i in range(cfg.blocks[b].start, cfg.blocks[b].end)]
+            elif join is not None:
+                span = [i for i in range(first, join) if cfg.block_of[i] in blocks]
             else:
                 span = [i for i in range(first, lasts[0] + 1) if cfg.block_of[i] in blocks]
             counts = _sharpness(loop, span, member_set, inner, inferred)
             sites.append(Site(scope_id, "start", pair, first, first, cfg.block_of[first], **counts))
             for last in lasts:
-                sites.append(Site(scope_id, "end", pair, _end_index(cfg, last), last, cfg.block_of[last], **counts))
+                end = join if join is not None else _end_index(cfg, last)
+                sites.append(Site(scope_id, "end", pair, end, last, cfg.block_of[last], **counts))
             pair += 1
     return sites
+
+
+def _to_join(cfg: ControlFlowGraph, scope_id: int, loop: int | None, group: list[int]) -> tuple[int, int, set[int]]:
+    """(first, join, blocks) of a copy whose code in `loop` lies on paths not all taken: its
+    first instruction at the loop's level, in a block that dominates the rest of its code and
+    every back edge of the loop (so it runs once per iteration); the start of the first block
+    after its last instruction that every path from there reaches before going round; the
+    blocks between. SassRewriteError where there is no such start or join."""
+    level = [i for i in group if cfg.loop_of[cfg.block_of[i]] == loop] or group
+    first, last = min(level), max(level)
+    head = cfg.block_of[first]
+    region = cfg.loops[loop].blocks if loop is not None else set(range(len(cfg.blocks)))
+    header = cfg.loops[loop].header if loop is not None else None
+    latches = [tail for tail, _ in cfg.loops[loop].back_edges] if loop is not None else []
+    join = next((b for b in range(cfg.block_of[last] + 1, len(cfg.blocks)) if b in region and b != header
+                 and _always_reaches(cfg, head, b, region, header)), None)
+    if join is None or not all(cfg.dominates(head, cfg.block_of[i]) for i in group) \
+            or not all(cfg.dominates(head, t) for t in latches):
+        raise SassRewriteError(f"scope {scope_id}: a copy's code lies on paths of loop {loop} not taken in "
+                               "every iteration")
+    return first, cfg.blocks[join].start, {b for b in region if cfg.dominates(head, b)}
 
 
 def _sharpness(loop: int | None, span: list[int], members: set[int], inner: list[int], inferred: list[bool]) -> dict:
