@@ -54,9 +54,9 @@ def _expected(trace, kernel: str, name: str) -> tuple[list[str], dict[int, list[
 
 
 def _report_of(session, tmp_path, fixture: str):
-    """The fixture's trace, its one kernel, and the timeline of its HTML report opened in the browser."""
+    """The fixture's trace, its first kernel, and the timeline of its HTML report opened in the browser."""
     trace = gwatch_nb.load(f"{FIXTURES}/{fixture}")
-    (kernel,) = set(trace.launches["kernel"])
+    kernel = trace.launches["kernel"].iloc[0]
     path = tmp_path / "report.html"
     trace.to_html(path)
     return trace, kernel, session.open(path)
@@ -130,10 +130,14 @@ READ_STALLS = """panel => {
 
 @pytest.mark.parametrize("fixture, query", [("dot_loop_stalls_h200.json", "dot"),
                                             ("dot_loop_stalls_h200.json", "load"),
-                                            ("copy_loop_stalls_h200.json", "copy")])
+                                            ("copy_loop_stalls_h200.json", "copy"),
+                                            ("fla_chunk_fwd_h_stalls_h200.json", "load_kv"),
+                                            ("fla_chunk_fwd_h_stalls_h200.json", "dot"),
+                                            ("vllm_decode_attention_mla_stalls_h200.json", "load_k")])
 def test_the_details_show_why_the_selected_scopes_warps_stalled(session, tmp_path, fixture, query):
-    trace, kernel, timeline = _report_of(session, tmp_path, fixture)
+    trace, _, timeline = _report_of(session, tmp_path, fixture)
     name = _select_first_match(session, timeline, query)
+    (kernel,) = set(trace.stalls[trace.stalls["name"] == name]["kernel"])
     panel = timeline.query_selector(".gw-details")
     assert panel.is_visible()
     shown = session.page.evaluate(READ_STALLS, panel)

@@ -91,7 +91,11 @@ def test_every_sample_is_charged_to_a_scope_or_outside_and_none_is_lost():
 
 @pytest.mark.parametrize("name, scope, reason", [("copy_loop", "copy", "long_scoreboard"),
                                                  ("barrier_loop", "barrier", "barrier"),
-                                                 ("dot_loop", "load", "long_scoreboard")])
+                                                 ("dot_loop", "load", "long_scoreboard"),
+                                                 # kernels of the third-party corpus (make_stall_fixtures --third-party)
+                                                 ("fla_chunk_fwd_h", "load_kv", "long_scoreboard"),
+                                                 ("fla_chunk_fwd_h", "dot", "barrier"),  # the wgmma's wait
+                                                 ("vllm_decode_attention_mla", "load_k", "long_scoreboard")])
 def test_the_h200s_samples_name_each_scopes_known_bottleneck(name, scope, reason):
     trace = load(os.path.join(FIXTURES, f"{name}_stalls_h200.json"))
     table = trace.stalls

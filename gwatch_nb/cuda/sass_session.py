@@ -12,7 +12,9 @@ from .. import layout, records, sentinels, triton_compat
 from ..errors import SassRewriteError, TraceFailedError, UnsupportedGpuError
 from ..sass import markers as marker_sources, ptx_lines
 from ..sass.callsites import CallSites
-from ..sass.instrument import NO_CODE, SITE_COLUMNS, instrument
+from ..sass.cfg import ControlFlowGraph
+from ..sass.instrument import NO_CODE, SITE_COLUMNS, by_sentinels, instrument
+from ..sass.rewrite import decoded
 from ..sass.scope_map import PcOwners
 from . import driver
 from .instrumented import InstrumentedKernel, resources
@@ -215,6 +217,18 @@ def ptx_lines_of(source) -> ptx_lines.PtxLines | None:
     return ptx_lines.table(source.cubin, source.name, ptx,
                            lambda text: triton_compat.assemble_like_triton(text, source.metadata),
                            triton_compat.ptxas_identity(source.metadata), source.loaded_ptx)
+
+
+def placing_lines(source) -> ptx_lines.PtxLines | None:
+    """The kernel's PTX-line table where the sass tier places its scopes by it (instrument's
+    `by_sentinels`), so that untraced stall samples are charged as a trace's are."""
+    lines = ptx_lines_of(source)
+    if lines is None:
+        return None
+    instructions = decoded(source.cubin).get(source.name)
+    if instructions is None or by_sentinels(ControlFlowGraph(instructions, source.name), lines) is None:
+        return None
+    return lines
 
 
 def marked_elsewhere(in_ptx: set[int], made, scopes: frozenset | None) -> list[int]:

@@ -18,7 +18,7 @@ from ..sass.scope_map import PcOwners
 from ..sources import TritonSources
 from ..stall_reasons import OUTSIDE
 from . import cupti, driver, stall_sampling
-from .sass_session import callsites_of, markers_of, ptx_lines_of
+from .sass_session import callsites_of, markers_of, placing_lines
 from .session import launch_view
 
 
@@ -115,8 +115,8 @@ class StallSession:
 
     def _owners(self, function: int, name: str):
         """What charges a PC of this kernel to a scope: its markers in the cubin Triton loaded,
-        each instruction the scope whose sentinels delimit its PTX instruction where the
-        kernel's PTX-line table can be made (else its source line's); a kernel not Triton's
+        each instruction the scope whose sentinels delimit its PTX instruction where the sass
+        tier would place the scopes so (else its source line's); a kernel not Triton's
         (or whose cubin is not found) has every sample outside scopes."""
         source = self._sources.find(function)
         if source is None or source.cubin is None:
@@ -126,4 +126,4 @@ class StallSession:
             source = sentinels.ensure(source)
         except TraceFailedError:  # no sentinels to place by: the source lines do
             pass
-        return PcOwners(source.cubin, name, markers_of(source), callsites_of(source), ptx=ptx_lines_of(source))
+        return PcOwners(source.cubin, name, markers_of(source), callsites_of(source), ptx=placing_lines(source))

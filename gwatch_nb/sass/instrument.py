@@ -70,20 +70,8 @@ def instrument(cubin: bytes, kernel: str, markers: list, scopes: frozenset | Non
     locations = line_table(cubin).get(kernel) or [None] * len(instructions)
     decoded_at = time.perf_counter()
     cfg = ControlFlowGraph(instructions, kernel)
-    rows: list[dict] = []
-    by_ptx = False
-    if markers and ptx is not None and not ptx.conditional:
-        # By the PTX's sentinels where each copy has a sound place and their readings pair on
-        # every path (the source lines otherwise). Not where a copy runs on some iterations of
-        # its loop only: ptxas can predicate such code into every iteration, where a reading
-        # would count each one.
-        try:
-            rows = _marker_rows(scope_sites.place(instructions, ptx.locations, [], kernel, cfg, copies=ptx.copies,
-                                                  line_depths=ptx.depths, same_count=ptx.same_count), scopes)
-            by_ptx = not pairing.check(cfg, [pairing.PlacedReading(r["index"], r["scope"], r["kind"] == "end")
-                                             for r in sorted(rows, key=_reading_order(rows))]).faults
-        except SassRewriteError:
-            by_ptx = False
+    rows = (by_sentinels(cfg, ptx, scopes) if markers else None) or []
+    by_ptx = bool(rows)
     if markers and not by_ptx:
         rows = _marker_rows(scope_sites.place(instructions, locations, markers, kernel, cfg, callsites), scopes)
     names, auto_sites = {}, {}
@@ -166,6 +154,23 @@ def instrument(cubin: bytes, kernel: str, markers: list, scopes: frozenset | Non
         dict(decode=decoded_at - began, analyse=analysed - decoded_at, rewrite=done - analysed), left_out,
         proof.open_at_exit, _start_depths(cfg, rows), {i: len(items) for i, items in plan.insertions.items()},
         {scope: site for scope, site in auto_sites.items() if scope in {r["scope"] for r in rows}})
+
+
+def by_sentinels(cfg: ControlFlowGraph, ptx: PtxLines | None, scopes: frozenset | None = None) -> list[dict] | None:
+    """The marker scopes' rows placed by the PTX's sentinels, where each copy has a sound place
+    and their readings pair on every path; None where the source lines place the kernel. Not
+    where a copy runs on some iterations of its innermost loop only: ptxas can predicate such
+    code into every iteration, where a reading would count each one."""
+    if ptx is None or ptx.conditional:
+        return None
+    try:
+        rows = _marker_rows(scope_sites.place(cfg.instructions, ptx.locations, [], cfg.kernel, cfg, copies=ptx.copies,
+                                              line_depths=ptx.depths, same_count=ptx.same_count), scopes)
+    except SassRewriteError:
+        return None
+    readings = [pairing.PlacedReading(r["index"], r["scope"], r["kind"] == "end")
+                for r in sorted(rows, key=_reading_order(rows))]
+    return None if pairing.check(cfg, readings).faults else rows
 
 
 def _marker_rows(placed, scopes: frozenset | None) -> list[dict]:
