@@ -16,7 +16,7 @@ Cases run one after another in one process (a kernel that faults ends the proces
 goes on in a new one from the next case), after a first pass that compiles every case in
 parallel processes sharing one Triton cache.
 
-  python bench/corpus_overhead.py OUT [NAME-REGEX] [--rounds 5] [--iters 10] [--jobs 8]
+  python bench/corpus_overhead.py OUT [NAME-REGEX] [--rounds 5] [--iters 10] [--jobs 8] [--frame]
   python bench/corpus_overhead.py --table OUT/corpus_overhead.jsonl   # the table of a run again
 """
 from __future__ import annotations
@@ -38,7 +38,11 @@ sys.path[:0] = [os.path.join(ROOT, "tests"), ROOT, HERE]
 
 from gpu_times import kernel_times  # noqa: E402
 
-TIERS = ("sass", "ptx")
+#: What each traced column is: (tier, scopes traced; None: every scope). "sass frame" (with
+#: --frame) traces only the whole-kernel scope 1 that the corpus marks: the warps' prologue
+#: and epilogue and one pair, so the rest of "sass" is what the other readings cost.
+VARIANTS = {"sass": ("sass", None), "ptx": ("ptx", None)}
+FRAME = {"sass frame": ("sass", frozenset({1}))}
 L2_FLUSH_BYTES = 256 << 20  # beyond the H200's 50 MB L2
 
 
@@ -53,11 +57,11 @@ def _flushing(launch):
     return flushed
 
 
-def _traced(launch, iters: int, pattern: str, tier: str, expected) -> dict:
+def _traced(launch, iters: int, pattern: str, tier: str, expected, scopes: frozenset | None = None) -> dict:
     import torch
     from gwatch_nb import tiers
     from gwatch_nb.options import TraceOptions
-    session = tiers.open_session(TraceOptions(pattern, tier))
+    session = tiers.open_session(TraceOptions(pattern, tier, scopes=scopes))
     session.start()
     try:
         for _ in range(iters):
@@ -79,8 +83,9 @@ def _traced(launch, iters: int, pattern: str, tier: str, expected) -> dict:
                 problems=sorted({p.kind for p in session.problems()}))
 
 
-def measure_case(name: str, rounds: int, iters: int) -> dict:
-    """In this process: the case plain and traced on each tier, interleaved."""
+def measure_case(name: str, rounds: int, iters: int, frame: bool = False) -> dict:
+    """In this process: the case plain and traced on each tier (and, with `frame`, with scope
+    1 alone), interleaved."""
     import warnings
 
     import torch
@@ -90,42 +95,43 @@ def measure_case(name: str, rounds: int, iters: int) -> dict:
     expected = [t.clone() for t in plain()]
     marked()
     torch.cuda.synchronize()
-    row = dict(case=name, plain=[], **{tier: dict(times=[], lives=[], host_us=[]) for tier in TIERS})
+    variants = dict(VARIANTS, **(FRAME if frame and 1 in case.scopes else {}))
+    row = dict(case=name, plain=[], **{variant: dict(times=[], lives=[], host_us=[]) for variant in variants})
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for _ in range(rounds):
             row["plain"] += kernel_times(lambda: [plain() for _ in range(iters)], case.pattern)
-            for tier in TIERS:
-                if "error" in row[tier]:
+            for variant, (tier, scopes) in variants.items():
+                if "error" in row[variant]:
                     continue
                 try:
-                    got = _traced(marked, iters, case.pattern, tier, expected)
+                    got = _traced(marked, iters, case.pattern, tier, expected, scopes)
                 except Exception as error:  # a tier that cannot trace the case is reported, not fatal
-                    row[tier] = dict(error=f"{type(error).__name__}: {str(error)[:200]}")
+                    row[variant] = dict(error=f"{type(error).__name__}: {str(error)[:200]}")
                     continue
                 for key in ("times", "lives", "host_us"):
-                    row[tier][key] += got[key]
-                row[tier].update(tiers=got["tiers"], problems=got["problems"],
-                                 same=row[tier].get("same", True) and (got["same"] or not case.exact))
+                    row[variant][key] += got[key]
+                row[variant].update(tiers=got["tiers"], problems=got["problems"],
+                                    same=row[variant].get("same", True) and (got["same"] or not case.exact))
     return row
 
 
-def _worker(names: list[str], rounds: int, iters: int) -> None:
+def _worker(names: list[str], rounds: int, iters: int, frame: bool = False) -> None:
     for name in names:
         try:
-            row = measure_case(name, rounds, iters)
+            row = measure_case(name, rounds, iters, frame)
         except Exception as error:
             row = dict(case=name, error=f"{type(error).__name__}: {str(error)[:200]}")
         print("ROW " + json.dumps(row), flush=True)
 
 
-def _run_worker(names: list[str], rounds: int, iters: int, env: dict, log: str) -> list[dict]:
+def _run_worker(names: list[str], rounds: int, iters: int, env: dict, log: str, frame: bool = False) -> list[dict]:
     """Every case of `names` measured in as few processes as faults allow; each row is also
     appended to `log` as it comes (a run cut short keeps what it measured)."""
     rows, left = [], list(names)
     while left:
         code = (f"import sys; sys.path[:0] = [{HERE!r}]; from corpus_overhead import _worker; "
-                f"_worker({left!r}, {rounds}, {iters})")
+                f"_worker({left!r}, {rounds}, {iters}, {frame!r})")
         with subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               text=True, env=env) as child:
             done = 0
@@ -158,9 +164,10 @@ def _percentile(values: list[float], q: float) -> float:
 def table(rows: list[dict]) -> str:
     """The markdown table: per case the plain median and its p10-p90, then per tier the traced
     median against plain, the warp-life span against plain and the host callback."""
-    head = ["case", "plain µs", "p10–p90"] + [f"{t} {what}" for t in TIERS for what in ("cost", "life", "host µs")]
+    columns = [v for v in {**VARIANTS, **FRAME} if any(v in row for row in rows)]
+    head = ["case", "plain µs", "p10–p90"] + [f"{t} {what}" for t in columns for what in ("cost", "life", "host µs")]
     lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
-    costs = {t: [] for t in TIERS}
+    costs = {t: [] for t in columns}
     for row in sorted(rows, key=lambda r: r["case"]):
         if "error" in row or not row.get("plain"):
             lines.append(f"| {row['case']} | {row.get('error', 'no plain launch timed')} |")
@@ -168,19 +175,19 @@ def table(rows: list[dict]) -> str:
         base = statistics.median(row["plain"])
         spread = 100 * (_percentile(row["plain"], 0.9) - _percentile(row["plain"], 0.1)) / base
         cells = [row["case"], f"{base:.1f}", f"{spread:.1f}%"]
-        for tier in TIERS:
-            got = row[tier]
+        for tier in columns:
+            got = row.get(tier, dict(error="not traced"))
             if "error" in got or not got["times"]:
                 cells += [got.get("error", "nothing timed")[:60], "", ""]
                 continue
             cost = 100 * (statistics.median(got["times"]) / base - 1)
             costs[tier].append(cost)
             note = "" if got.get("same", True) else " (outputs differ)"
-            note += " (ptx kernel)" if tier == "sass" and got.get("tiers") == ["ptx"] else ""
+            note += " (ptx kernel)" if tier != "ptx" and got.get("tiers") == ["ptx"] else ""
             cells += [f"{cost:+.1f}%{note}", f"{100 * (statistics.median(got['lives']) / base - 1):+.1f}%",
                       f"{statistics.median(got['host_us']):.0f}"]
         lines.append("| " + " | ".join(cells) + " |")
-    for tier in TIERS:
+    for tier in columns:
         if costs[tier]:
             c = sorted(costs[tier])
             lines.append(f"\n{tier}: {len(c)} kernels, median {statistics.median(c):+.1f}%, "
@@ -196,6 +203,8 @@ def main() -> None:
     parser.add_argument("--iters", type=int, default=10)
     parser.add_argument("--jobs", type=int, default=8, help="processes compiling the cases before timing")
     parser.add_argument("--table", action="store_true", help="print the table of the rows in OUT")
+    parser.add_argument("--frame", action="store_true",
+                        help="also trace each case with its whole-kernel scope 1 alone (the 'sass frame' column)")
     args = parser.parse_args()
     if args.table:
         with open(args.out) as f:
@@ -210,7 +219,8 @@ def main() -> None:
     with ThreadPoolExecutor(args.jobs) as pool:
         list(pool.map(lambda n: _compile(n, env), names))
     print(f"compiled {len(names)} cases in {time.perf_counter() - began:.0f} s", flush=True)
-    rows = _run_worker(names, args.rounds, args.iters, env, os.path.join(args.out, "corpus_overhead.jsonl"))
+    rows = _run_worker(names, args.rounds, args.iters, env, os.path.join(args.out, "corpus_overhead.jsonl"),
+                       args.frame)
     text = table(rows)
     with open(os.path.join(args.out, "corpus_overhead.md"), "w") as f:
         f.write(text + "\n")
