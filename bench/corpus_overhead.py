@@ -38,11 +38,14 @@ sys.path[:0] = [os.path.join(ROOT, "tests"), ROOT, HERE]
 
 from gpu_times import kernel_times  # noqa: E402
 
-#: What each traced column is: (tier, scopes traced; None: every scope). "sass frame" (with
+#: What each traced column is: its TraceOptions beside the pattern. "sass frame" (with
 #: --frame) traces only the whole-kernel scope 1 that the corpus marks: the warps' prologue
-#: and epilogue and one pair, so the rest of "sass" is what the other readings cost.
-VARIANTS = {"sass": ("sass", None), "ptx": ("ptx", None)}
-FRAME = {"sass frame": ("sass", frozenset({1}))}
+#: and epilogue and one pair, so the rest of "sass" is what the other readings cost; "small
+#: buffer" the same with 16 events per warp (a trace buffer of kilobytes, not the default's
+#: up to 256 MiB).
+VARIANTS = {"sass": dict(tier="sass"), "ptx": dict(tier="ptx")}
+FRAME = {"sass frame": dict(tier="sass", scopes=frozenset({1})),
+         "small buffer": dict(tier="sass", scopes=frozenset({1}), capacity=16)}
 L2_FLUSH_BYTES = 256 << 20  # beyond the H200's 50 MB L2
 
 
@@ -57,11 +60,11 @@ def _flushing(launch):
     return flushed
 
 
-def _traced(launch, iters: int, pattern: str, tier: str, expected, scopes: frozenset | None = None) -> dict:
+def _traced(launch, iters: int, pattern: str, options: dict, expected) -> dict:
     import torch
     from gwatch_nb import tiers
     from gwatch_nb.options import TraceOptions
-    session = tiers.open_session(TraceOptions(pattern, tier, scopes=scopes))
+    session = tiers.open_session(TraceOptions(pattern, **options))
     session.start()
     try:
         for _ in range(iters):
@@ -78,7 +81,7 @@ def _traced(launch, iters: int, pattern: str, tier: str, expected, scopes: froze
         lives.append((int(w["gt_exit"].max()) - int(w["gt_entry"].min())) / 1e3 if len(w) else float("nan"))
     return dict(times=[r.info["kernel_ms"] * 1e3 for r in records], lives=lives,
                 host_us=[r.info["host_callback_us"] for r in records],
-                tiers=sorted({r.info.get("tier", tier) for r in records}),
+                tiers=sorted({r.info.get("tier", options["tier"]) for r in records}),
                 same=all(torch.equal(a, b) for a, b in zip(outputs, expected)),
                 problems=sorted({p.kind for p in session.problems()}))
 
@@ -101,11 +104,11 @@ def measure_case(name: str, rounds: int, iters: int, frame: bool = False) -> dic
         warnings.simplefilter("ignore")
         for _ in range(rounds):
             row["plain"] += kernel_times(lambda: [plain() for _ in range(iters)], case.pattern)
-            for variant, (tier, scopes) in variants.items():
+            for variant, options in variants.items():
                 if "error" in row[variant]:
                     continue
                 try:
-                    got = _traced(marked, iters, case.pattern, tier, expected, scopes)
+                    got = _traced(marked, iters, case.pattern, options, expected)
                 except Exception as error:  # a tier that cannot trace the case is reported, not fatal
                     row[variant] = dict(error=f"{type(error).__name__}: {str(error)[:200]}")
                     continue
@@ -204,7 +207,7 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=8, help="processes compiling the cases before timing")
     parser.add_argument("--table", action="store_true", help="print the table of the rows in OUT")
     parser.add_argument("--frame", action="store_true",
-                        help="also trace each case with its whole-kernel scope 1 alone (the 'sass frame' column)")
+                        help="also trace each case with its whole-kernel scope 1 alone, with the default buffer and a small one")
     args = parser.parse_args()
     if args.table:
         with open(args.out) as f:
