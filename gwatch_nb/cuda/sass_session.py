@@ -278,13 +278,13 @@ def _build(source, scopes: frozenset | None, auto: bool) -> InstrumentedKernel |
     except driver.CudaError as error:
         raise TraceFailedError(f"{source.name}: the driver could not load the instrumented cubin ({error}); "
                                "it ran untraced", "load_failed") from None
-    by_sentinels = made.cost["placed_by"] == "sentinels"  # the placement stall samples are charged by too
+    placed_by_ptx = made.cost["placed_by"] == "sentinels"  # the placement stall samples are charged by too
     return InstrumentedKernel(
         name=source.name, function=function, handle=int(function), num_params=made.num_params,
         sites=tuple(range(len(made.sites["site"]))), table=made.table, resources=resources(function),
         build_seconds=time.perf_counter() - began, buffer=layout.SASS_BUFFERS,
         extra=dict(sites=made.sites, scope_names=made.scope_names, cost=made.cost, seconds=made.seconds,
                    left_out=made.left_out, compiled_away=compiled_away, open_at_exit=made.open_at_exit,
-                   ptx_scopes=in_ptx, miscounted=_miscounted(source, made.start_depths, by_sentinels), cubin=made.cubin,
+                   ptx_scopes=in_ptx, miscounted=_miscounted(source, made.start_depths, placed_by_ptx), cubin=made.cubin,
                    pc_owners=PcOwners(source.cubin, source.name, markers, callsites, made.auto_sites, made.inserted,
-                                      lines if by_sentinels else None)))
+                                      lines if placed_by_ptx else None)))
