@@ -223,15 +223,17 @@ def place(instructions, locations: list[Location | None], markers: list[Marker],
         ks = [k for k, s in enumerate(scopes) if s.scope_id == scope_id]
         placed: list[Site] = []
         pairs_of: dict[int, range] = {}
+        pair = 0  # the next pair's number
         for copy in ([{k} for k in ks] if copies is not None else [set(ks)]):
             members, loops = _members(cfg, scopes, copy, holding, hoisted=copies is not None)
             parts = _unrolled(cfg, members, loops, chains, line_depths) if copies is not None else [members]
-            first_pair = sum(site.kind == "start" for site in placed)
+            first_pair = pair
             for part in parts:
-                pair = sum(site.kind == "start" for site in placed)
-                placed.extend(_place_scope(cfg, scope_id, part, loops, inner, inferred, claimed, pair,
-                                            by_depth=copies is not None))
-            pairs_of[min(copy)] = range(first_pair, sum(site.kind == "start" for site in placed))
+                made = _place_scope(cfg, scope_id, part, loops, inner, inferred, claimed, pair,
+                                    by_depth=copies is not None)
+                placed.extend(made)
+                pair += sum(site.kind == "start" for site in made)
+            pairs_of[min(copy)] = range(first_pair, pair)
         if copies is not None:
             of_id = {i for i, held in enumerate(holding) if held & set(ks)}
             placed = _in_turn(cfg, placed, lambda first, last, loop: _sharpness(
@@ -301,13 +303,26 @@ def _in_turn(cfg: ControlFlowGraph, sites: list[Site], sharpness) -> list[Site]:
 def _joined(cfg: ControlFlowGraph, start: Site, end: Site) -> Site:
     """`end`, or where every path from `start` meets again after it, if some skip its block."""
     head, tail = _reading_block(cfg, start.index), _reading_block(cfg, end.index)
-    region = set(range(len(cfg.blocks))) if end.loop is None else cfg.loops[end.loop].blocks
-    header = cfg.loops[end.loop].header if end.loop is not None else None
+    region, header = _region(cfg, end.loop)
     if _always_reaches(cfg, head, tail, region, header):
         return end
-    join = next((b for b in range(tail + 1, len(cfg.blocks)) if b in region and b != header
-                 and _always_reaches(cfg, head, b, region, header)), None)
+    join = _join_after(cfg, head, tail, end.loop)
     return end if join is None else replace(end, index=cfg.blocks[join].start)
+
+
+def _region(cfg: ControlFlowGraph, loop: int | None) -> tuple[set[int], int | None]:
+    """The blocks of `loop` (every block, for None) and its header."""
+    if loop is None:
+        return set(range(len(cfg.blocks))), None
+    return cfg.loops[loop].blocks, cfg.loops[loop].header
+
+
+def _join_after(cfg: ControlFlowGraph, head: int, tail: int, loop: int | None) -> int | None:
+    """The first block laid out after `tail` in `loop` (not its header) that every path from
+    `head` reaches before leaving the loop or going round it; None where there is none."""
+    region, header = _region(cfg, loop)
+    return next((b for b in range(tail + 1, len(cfg.blocks)) if b in region and b != header
+                 and _always_reaches(cfg, head, b, region, header)), None)
 
 
 def _reading_block(cfg: ControlFlowGraph, index: int) -> int:
@@ -423,8 +438,8 @@ def _place_scope(cfg: ControlFlowGraph, scope_id: int, members: list[int], loops
                 # inner loop), it is read from the block every iteration passes that holds its
                 # first instruction to where its paths meet again, never per iteration of a loop
                 # an unrolled copy shares.
-                first, join, blocks = _to_join(cfg, scope_id, loop, group)
-                lasts = (max(i for i in group if cfg.loop_of[cfg.block_of[i]] == loop),)
+                first, last, join, blocks = _to_join(cfg, scope_id, loop, group)
+                lasts = (last,)
             if iteration and join is None:  # every instruction of the loop, wherever ptxas laid its blocks
                 span = [i for b in sorted(blocks) for i in range(cfg.blocks[b].start, cfg.blocks[b].end)]
             elif join is not None:
@@ -440,25 +455,23 @@ def _place_scope(cfg: ControlFlowGraph, scope_id: int, members: list[int], loops
     return sites
 
 
-def _to_join(cfg: ControlFlowGraph, scope_id: int, loop: int | None, group: list[int]) -> tuple[int, int, set[int]]:
-    """(first, join, blocks) of a copy whose code in `loop` lies on paths not all taken: its
-    first instruction at the loop's level, in a block that dominates the rest of its code and
-    every back edge of the loop (so it runs once per iteration); the start of the first block
-    after its last instruction that every path from there reaches before going round; the
-    blocks between. SassRewriteError where there is no such start or join."""
+def _to_join(cfg: ControlFlowGraph, scope_id: int, loop: int | None,
+             group: list[int]) -> tuple[int, int, int, set[int]]:
+    """(first, last, join, blocks) of a copy whose code in `loop` lies on paths not all taken:
+    its first and last instructions at the loop's level, the first in a block that dominates
+    the rest of its code and every back edge of the loop (so it runs once per iteration); the
+    start of the first block after the last that every path from there reaches before going
+    round; the blocks between. SassRewriteError where there is no such start or join."""
     level = [i for i in group if cfg.loop_of[cfg.block_of[i]] == loop] or group
     first, last = min(level), max(level)
     head = cfg.block_of[first]
-    region = cfg.loops[loop].blocks if loop is not None else set(range(len(cfg.blocks)))
-    header = cfg.loops[loop].header if loop is not None else None
     latches = [tail for tail, _ in cfg.loops[loop].back_edges] if loop is not None else []
-    join = next((b for b in range(cfg.block_of[last] + 1, len(cfg.blocks)) if b in region and b != header
-                 and _always_reaches(cfg, head, b, region, header)), None)
+    join = _join_after(cfg, head, cfg.block_of[last], loop)
     if join is None or not all(cfg.dominates(head, cfg.block_of[i]) for i in group) \
             or not all(cfg.dominates(head, t) for t in latches):
         raise SassRewriteError(f"scope {scope_id}: a copy's code lies on paths of loop {loop} not taken in "
                                "every iteration")
-    return first, cfg.blocks[join].start, {b for b in region if cfg.dominates(head, b)}
+    return first, last, cfg.blocks[join].start, {b for b in _region(cfg, loop)[0] if cfg.dominates(head, b)}
 
 
 def _sharpness(loop: int | None, span: list[int], members: set[int], inner: list[int], inferred: list[bool]) -> dict:
@@ -531,10 +544,9 @@ def _pairs(cfg: ControlFlowGraph, loop: int | None, group: list[int], alone: boo
     warp-specialized kernel's partitions)."""
     level = [i for i in group if cfg.loop_of[cfg.block_of[i]] == loop] or group
     first, last = min(level), max(level)
-    region = cfg.loops[loop].blocks if loop is not None else set(range(len(cfg.blocks)))
+    region, header = _region(cfg, loop)
     head, tail = cfg.block_of[first], cfg.block_of[last]
     blocks = {cfg.block_of[i] for i in group}
-    header = cfg.loops[loop].header if loop is not None else None
     if all(cfg.dominates(head, b) for b in blocks) and _always_reaches(cfg, head, tail, region, header):
         between = {b for b in region if cfg.dominates(head, b)}
         return [(first, (last,), between, False)]
