@@ -47,6 +47,27 @@ def test_dominators_and_loops_are_consistent(case):
                 assert loop.depth == cfg.loops[loop.parent].depth + 1
 
 
+@pytest.mark.parametrize("case", sorted(sass_cubins.cubins()))
+def test_a_block_is_on_a_cycle_where_it_is_in_a_loop(case):
+    """Two algorithms agree on every corpus kernel (ptxas's graphs are reducible): a path leaves
+    a block of the kernel's own path and comes back to it exactly where a natural loop holds it."""
+    _, graphs = _graphs(case)
+    for cfg in graphs.values():
+        for block in cfg.blocks:
+            if cfg.on_own_path(block.index):
+                assert cfg.on_cycle(block.index) == any(block.index in loop.blocks for loop in cfg.loops)
+
+
+def test_a_subroutine_two_calls_share_is_on_a_cycle():
+    """A RET goes back after every CALL, so code that two calls reach (the kernel's and the
+    recursive function's own) may be passed twice: a path comes back to it, though no loop of
+    the kernel's own path holds it."""
+    (kernel, instructions), = disassemble(sass_ptx_kernels.cubin(sass_ptx_kernels.CALLS)).items()
+    cfg = ControlFlowGraph(instructions, kernel)
+    called = {cfg.block_of[i.target] for i in instructions if i.base == "CALL"}
+    assert called and all(cfg.in_subroutine[b] and cfg.on_cycle(b) for b in called)
+
+
 # case -> depths of its loops, outermost first, from the kernel's source
 LOOPS = {
     "vector_add (no markers)": [],

@@ -29,7 +29,7 @@ from gwatch_nb.sass.cfg import ControlFlowGraph
 from gwatch_nb.sass.control import NO_BARRIER
 from gwatch_nb.sass.cubin import Cubin
 from gwatch_nb.sass.disasm import disassemble
-from gwatch_nb.sass.instrument import AUTO_SCOPE_BASE, SITE_COLUMNS, free_register_count, instrument
+from gwatch_nb.sass.instrument import AUTO_SCOPE_BASE, SITE_COLUMNS, WARP_LANES, free_register_count, instrument
 from gwatch_nb.sass.instruction import Instruction
 from gwatch_nb.sass.lines import line_table
 from gwatch_nb.sass.liveness import Liveness
@@ -499,6 +499,24 @@ def test_each_run_has_one_room_test_one_room_update_and_one_advance(version, nam
         assert _last_writer(p, run.advance, test.operands[0]) == t, f"run {r}: UPq is written again before the advance"
         if r + 1 < len(runs) and p.block_of_new(runs[r + 1].update) is p.block_of_new(run.update):
             assert records == MAX_RUN_RECORDS, f"run {r + 1} starts in the block of a run of {records} records"
+
+
+@pytest.mark.parametrize("version, name", PROBED, ids=PROBED_IDS)
+def test_the_most_readings_a_warp_can_take_is_read_off_the_rewritten_code(version, name):
+    """The bound that sizes a warp's slot, checked against the binary: where no room update sits
+    on a cycle of the rewritten kernel's graph, a thread passes each at most once, so a warp
+    takes at most WARP_LANES times the readings the updates count; where one does, no bound."""
+    p = _probed_or_skip(version, name)
+    cfg = ControlFlowGraph(p.new, p.kernel)
+    runs = _runs(p)
+    counted = -sum(_immediate(p.new[run.update].operands[2]) for run in runs)
+    looping = any(cfg.on_cycle(cfg.block_of[run.update]) for run in runs)
+    assert p.result.most_events == (None if looping else WARP_LANES * counted)
+
+
+def test_both_bounded_and_looping_kernels_are_in_the_corpus():
+    bounds = [p.result.most_events for version, name in PROBED if isinstance(p := probed(version, name), Probed)]
+    assert None in bounds and any(bound for bound in bounds)
 
 
 def _header_stores(p: Probed, anchor: int) -> dict[int, Instruction]:

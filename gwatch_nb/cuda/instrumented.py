@@ -33,6 +33,7 @@ class InstrumentedKernel:
     build_seconds: float     # rewrite + assemble + load, the first time
     buffer: object = None    # how its buffers are laid out and filled: layout.PTX_BUFFERS or layout.SASS_BUFFERS
     extra: dict = None       # what the tier learnt building it (the sass tier: sites, costs)
+    most_events: int | None = None  # the most events one warp can take, where the tier can bound it
 
     def __post_init__(self):
         from .. import layout

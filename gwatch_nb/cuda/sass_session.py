@@ -282,7 +282,7 @@ def _build(source, scopes: frozenset | None, auto: bool) -> InstrumentedKernel |
     return InstrumentedKernel(
         name=source.name, function=function, handle=int(function), num_params=made.num_params,
         sites=tuple(range(len(made.sites["site"]))), table=made.table, resources=resources(function),
-        build_seconds=time.perf_counter() - began, buffer=layout.SASS_BUFFERS,
+        build_seconds=time.perf_counter() - began, buffer=layout.SASS_BUFFERS, most_events=made.most_events,
         extra=dict(sites=made.sites, scope_names=made.scope_names, cost=made.cost, seconds=made.seconds,
                    left_out=made.left_out, compiled_away=compiled_away, open_at_exit=made.open_at_exit,
                    ptx_scopes=in_ptx, miscounted=_miscounted(source, made.start_depths, placed_by_ptx), cubin=made.cubin,

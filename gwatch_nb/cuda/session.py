@@ -39,12 +39,15 @@ MIN_CAPACITY, MAX_CAPACITY = 64, 1 << 16
 MAX_TIMED_UNTRACED = 256
 
 
-def default_capacity(num_slots: int, free_bytes: int, min_record_events: int) -> int:
+def default_capacity(num_slots: int, free_bytes: int, min_record_events: int, most_events: int | None = None) -> int:
     """Events per warp: as many as the records of min(256 MiB, an eighth of free memory)
-    hold, for a kernel whose records each cover at least ``min_record_events`` markers."""
+    hold, for a kernel whose records each cover at least ``min_record_events`` markers; no
+    more than ``most_events`` (rounded up to even), where the tier knows a warp cannot take
+    more: slots sized by need keep the warps' records close together in memory."""
     budget = min(BUFFER_BUDGET_BYTES, free_bytes // 8)
     fit = budget // max(1, num_slots * layout.RECORD_BYTES) * min_record_events - (layout.GROUP_MAX_EVENTS - 1)
-    return int(min(MAX_CAPACITY, max(MIN_CAPACITY, fit)))
+    capacity = min(MAX_CAPACITY, max(MIN_CAPACITY, fit))
+    return int(capacity if most_events is None else min(capacity, (most_events + 1) & ~1))
 
 
 #: 4 GiB: the sass tier's probes advance a record address by its low word, so no slot may cross
@@ -486,7 +489,8 @@ class TraceSession:
         threads = view.block[0] * view.block[1] * view.block[2]
         num_slots = view.grid[0] * view.grid[1] * view.grid[2] * ((threads + 31) // 32)
         fewest = kernel.table.min_record_events
-        capacity = self._capacity or default_capacity(num_slots, device["free_bytes_at_start"], fewest)
+        capacity = self._capacity or default_capacity(num_slots, device["free_bytes_at_start"], fewest,
+                                                      kernel.most_events)
         slot_records = kernel.buffer.slot_records(capacity, fewest)
         nbytes = layout.buffer_bytes(slot_records, num_slots)
         if self._pending and self._pending_bytes + nbytes > PENDING_LIMIT_BYTES:

@@ -210,6 +210,19 @@ class ControlFlowGraph:
                               1 if parent is None else loops[parent].depth + 1))
         return loops
 
+    def on_cycle(self, b: int) -> bool:
+        """Whether a path leaving block b can come back to it (a loop's, or a subroutine's that
+        two calls share), so that one thread may pass it more than once."""
+        seen, stack = set(), list(self.blocks[b].successors)
+        while stack:
+            s = stack.pop()
+            if s == b:
+                return True
+            if s not in seen:
+                seen.add(s)
+                stack.extend(self.blocks[s].successors)
+        return False
+
     def check_window(self, i: int, j: int):
         """Raise SassRewriteError unless instructions i..j lie in one block."""
         if not 0 <= i <= j < len(self.instructions) or self.block_of[i] != self.block_of[j]:

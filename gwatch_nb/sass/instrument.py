@@ -26,6 +26,8 @@ from gwatch_nb.sass.rewrite import decoded, rewrite
 AUTO_SCOPE_BASE = MAX_SCOPE_ID - 4095
 #: The parameters the tier appends, in order: (name, bytes).
 PARAMETERS = (("slots", 8), ("slot_bytes", 4), ("capacity", 4))
+#: A warp's threads: a diverged warp may pass a block once for each of them.
+WARP_LANES = 32
 #: trace.sites' columns, one row per reading.
 SITE_COLUMNS = ("kernel", "site", "scope", "kind", "pair", "origin", "line", "index", "moved", "store", "instruction",
                 "block", "loop", "span", "own", "other_scopes", "unscoped", "inferred")
@@ -50,6 +52,7 @@ class InstrumentedCubin:
     start_depths: dict[int, list[int]]  # marker scope -> the loop depth of each of its start readings
     inserted: dict[int, int]       # instruction index -> instructions the probes placed before it
     auto_sites: dict               # automatic scope id -> its waits.AutoSite
+    most_events: int | None        # the most readings one warp can take (_most_events), None: unbounded
 
 
 def instrument(cubin: bytes, kernel: str, markers: list, scopes: frozenset | None = None,
@@ -153,7 +156,18 @@ def instrument(cubin: bytes, kernel: str, markers: list, scopes: frozenset | Non
              state_registers=[f"UR{n}" for n in plan.state], registers=[registers, raised or registers]),
         dict(decode=decoded_at - began, analyse=analysed - decoded_at, rewrite=done - analysed), left_out,
         proof.open_at_exit, _start_depths(cfg, rows), {i: len(items) for i, items in plan.insertions.items()},
-        {scope: site for scope, site in auto_sites.items() if scope in {r["scope"] for r in rows}})
+        {scope: site for scope, site in auto_sites.items() if scope in {r["scope"] for r in rows}},
+        _most_events(cfg, plan.read_at))
+
+
+def _most_events(cfg: ControlFlowGraph, read_at: list[int]) -> int | None:
+    """The most readings one warp can take, where no reading sits on a cycle: each thread passes
+    such a reading at most once, so a warp, however it diverges, at most WARP_LANES times. None
+    where one does (how often a loop runs only the launch knows)."""
+    last = len(cfg.instructions) - 1
+    if any(cfg.on_cycle(cfg.block_of[min(at, last)]) for at in set(read_at)):
+        return None
+    return WARP_LANES * len(read_at)
 
 
 def by_sentinels(cfg: ControlFlowGraph, ptx: PtxLines | None, scopes: frozenset | None = None) -> list[dict] | None:
