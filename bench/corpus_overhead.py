@@ -16,12 +16,13 @@ Cases run one after another in one process (a kernel that faults ends the proces
 goes on in a new one from the next case), after a first pass that compiles every case in
 parallel processes sharing one Triton cache.
 
-  python bench/corpus_overhead.py OUT [NAME-REGEX] [--rounds 5] [--iters 10] [--jobs 8] [--frame]
+  python bench/corpus_overhead.py OUT [NAME-REGEX] [--rounds 5] [--iters 10] [--jobs 8] [--frame] [--budget]
   python bench/corpus_overhead.py --table OUT/corpus_overhead.jsonl   # the table of a run again
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -46,6 +47,10 @@ from gpu_times import kernel_times  # noqa: E402
 VARIANTS = {"sass": dict(tier="sass"), "ptx": dict(tier="ptx")}
 FRAME = {"sass frame": dict(tier="sass", scopes=frozenset({1})),
          "small buffer": dict(tier="sass", scopes=frozenset({1}), capacity=16)}
+#: With --budget: "sass budget" is "sass" with every slot sized by the memory budget alone, as
+#: the tier sized them before it bounded the slots of warps whose readings sit on no cycle
+#: (cuda/session.py's default_capacity), so the two columns show what that bound is worth.
+BUDGET = {"sass budget": dict(tier="sass", budget_slots=True)}
 L2_FLUSH_BYTES = 256 << 20  # beyond the H200's 50 MB L2
 
 
@@ -61,15 +66,24 @@ def _flushing(launch):
 
 
 def _traced(launch, iters: int, pattern: str, options: dict, expected) -> dict:
+    from unittest import mock
+
     import torch
     from gwatch_nb import tiers
+    from gwatch_nb.cuda import session as sessions
     from gwatch_nb.options import TraceOptions
+    options = dict(options)
+    budget_slots = options.pop("budget_slots", False)
+    by_budget = sessions.default_capacity
     session = tiers.open_session(TraceOptions(pattern, **options))
     session.start()
     try:
-        for _ in range(iters):
-            outputs = launch()
-        torch.cuda.synchronize()
+        with mock.patch.object(sessions, "default_capacity",
+                               lambda slots, free, fewest, most=None: by_budget(slots, free, fewest)) \
+                if budget_slots else contextlib.nullcontext():
+            for _ in range(iters):
+                outputs = launch()
+            torch.cuda.synchronize()
     finally:
         session.stop()
     records = [r for r in session.records() if "kernel_ms" in r.info]
@@ -86,9 +100,9 @@ def _traced(launch, iters: int, pattern: str, options: dict, expected) -> dict:
                 problems=sorted({p.kind for p in session.problems()}))
 
 
-def measure_case(name: str, rounds: int, iters: int, frame: bool = False) -> dict:
-    """In this process: the case plain and traced on each tier (and, with `frame`, with scope
-    1 alone), interleaved."""
+def measure_case(name: str, rounds: int, iters: int, frame: bool = False, budget: bool = False) -> dict:
+    """In this process: the case plain and traced on each tier (with `frame`, also with scope
+    1 alone; with `budget`, also with slots sized by the budget alone), interleaved."""
     import warnings
 
     import torch
@@ -98,7 +112,7 @@ def measure_case(name: str, rounds: int, iters: int, frame: bool = False) -> dic
     expected = [t.clone() for t in plain()]
     marked()
     torch.cuda.synchronize()
-    variants = dict(VARIANTS, **(FRAME if frame and 1 in case.scopes else {}))
+    variants = dict(VARIANTS, **(BUDGET if budget else {}), **(FRAME if frame and 1 in case.scopes else {}))
     row = dict(case=name, plain=[], **{variant: dict(times=[], lives=[], host_us=[]) for variant in variants})
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -119,22 +133,23 @@ def measure_case(name: str, rounds: int, iters: int, frame: bool = False) -> dic
     return row
 
 
-def _worker(names: list[str], rounds: int, iters: int, frame: bool = False) -> None:
+def _worker(names: list[str], rounds: int, iters: int, frame: bool = False, budget: bool = False) -> None:
     for name in names:
         try:
-            row = measure_case(name, rounds, iters, frame)
+            row = measure_case(name, rounds, iters, frame, budget)
         except Exception as error:
             row = dict(case=name, error=f"{type(error).__name__}: {str(error)[:200]}")
         print("ROW " + json.dumps(row), flush=True)
 
 
-def _run_worker(names: list[str], rounds: int, iters: int, env: dict, log: str, frame: bool = False) -> list[dict]:
+def _run_worker(names: list[str], rounds: int, iters: int, env: dict, log: str, frame: bool = False,
+                budget: bool = False) -> list[dict]:
     """Every case of `names` measured in as few processes as faults allow; each row is also
     appended to `log` as it comes (a run cut short keeps what it measured)."""
     rows, left = [], list(names)
     while left:
         code = (f"import sys; sys.path[:0] = [{HERE!r}]; from corpus_overhead import _worker; "
-                f"_worker({left!r}, {rounds}, {iters}, {frame!r})")
+                f"_worker({left!r}, {rounds}, {iters}, {frame!r}, {budget!r})")
         with subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               text=True, env=env) as child:
             done = 0
@@ -167,7 +182,7 @@ def _percentile(values: list[float], q: float) -> float:
 def table(rows: list[dict]) -> str:
     """The markdown table: per case the plain median and its p10-p90, then per tier the traced
     median against plain, the warp-life span against plain and the host callback."""
-    columns = [v for v in {**VARIANTS, **FRAME} if any(v in row for row in rows)]
+    columns = [v for v in {**VARIANTS, **BUDGET, **FRAME} if any(v in row for row in rows)]
     head = ["case", "plain µs", "p10–p90"] + [f"{t} {what}" for t in columns for what in ("cost", "life", "host µs")]
     lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
     costs = {t: [] for t in columns}
@@ -208,6 +223,8 @@ def main() -> None:
     parser.add_argument("--table", action="store_true", help="print the table of the rows in OUT")
     parser.add_argument("--frame", action="store_true",
                         help="also trace each case with its whole-kernel scope 1 alone, with the default buffer and a small one")
+    parser.add_argument("--budget", action="store_true",
+                        help="also trace each case on the sass tier with every slot sized by the memory budget alone")
     args = parser.parse_args()
     if args.table:
         with open(args.out) as f:
@@ -223,7 +240,7 @@ def main() -> None:
         list(pool.map(lambda n: _compile(n, env), names))
     print(f"compiled {len(names)} cases in {time.perf_counter() - began:.0f} s", flush=True)
     rows = _run_worker(names, args.rounds, args.iters, env, os.path.join(args.out, "corpus_overhead.jsonl"),
-                       args.frame)
+                       args.frame, args.budget)
     text = table(rows)
     with open(os.path.join(args.out, "corpus_overhead.md"), "w") as f:
         f.write(text + "\n")

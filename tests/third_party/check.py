@@ -47,7 +47,8 @@ def sass_static(case) -> str:
         said.append(f"{kernel.name}: {made.cost['readings']} readings (placed by {made.cost['placed_by']})"
                     + (f", left out {left}" if left else "")
                     + (f", compiled away {away}" if away else "")
-                    + (f", {miscounted}" if miscounted else ""))
+                    + (f", {miscounted}" if miscounted else "")
+                    + (f", at most {made.most_events} events a warp" if made.most_events is not None else ""))
     return "; ".join(said)
 
 
