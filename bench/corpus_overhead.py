@@ -75,12 +75,13 @@ def _traced(launch, iters: int, pattern: str, options: dict, expected) -> dict:
     options = dict(options)
     budget_slots = options.pop("budget_slots", False)
     by_budget = sessions.default_capacity
+    sizing = mock.patch.object(sessions, "default_capacity",
+                               lambda slots, free, fewest, most=None: by_budget(slots, free, fewest)) \
+        if budget_slots else contextlib.nullcontext()
     session = tiers.open_session(TraceOptions(pattern, **options))
     session.start()
     try:
-        with mock.patch.object(sessions, "default_capacity",
-                               lambda slots, free, fewest, most=None: by_budget(slots, free, fewest)) \
-                if budget_slots else contextlib.nullcontext():
+        with sizing:
             for _ in range(iters):
                 outputs = launch()
             torch.cuda.synchronize()

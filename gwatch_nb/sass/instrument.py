@@ -165,7 +165,7 @@ def _most_events(cfg: ControlFlowGraph, read_at: list[int]) -> int | None:
     such a reading at most once, so a warp, however it diverges, at most WARP_LANES times. None
     where one does (how often a loop runs only the launch knows)."""
     last = len(cfg.instructions) - 1
-    if any(cfg.on_cycle(cfg.block_of[min(at, last)]) for at in set(read_at)):
+    if any(cfg.on_cycle(b) for b in {cfg.block_of[min(at, last)] for at in read_at}):  # one search a block
         return None
     return WARP_LANES * len(read_at)
 
